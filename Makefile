@@ -1,0 +1,49 @@
+# The README's two set-up commands: `make test` and `make serve`. Both are idempotent and work on a
+# fresh machine with only Python 3.11 and gcc: they create .venv, install the pinned CPU torch first
+# (a bare `torch` requirement would pull several GB of CUDA packages), then the project.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+TORCH_PIN := torch==2.13.0
+STAMP := $(VENV)/.relserve-installed
+
+DATA ?= data/demo
+ARTIFACTS ?= artifacts
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: install test lint serve demo-data demo-artifacts bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "relserve needs Python >= 3.11, found " + sys.version.split()[0]'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH_PIN)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@$(BIN)/python -c 'import torch; assert torch.__version__.startswith("2.13.0"), torch.__version__'
+	@touch $@
+
+# pytest exits 5 when it collects nothing: an empty suite tests nothing, so it fails loudly.
+test: install
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$status
+
+lint: install
+	$(BIN)/ruff check .
+
+demo-data: install
+	@test -f $(DATA)/transactions_train.csv || $(BIN)/python -m training.synth --out $(DATA)
+
+demo-artifacts: demo-data
+	@test -f $(ARTIFACTS)/churn/metrics.json -a -f $(ARTIFACTS)/sales/metrics.json -a -f $(ARTIFACTS)/purchase/metrics.json \
+		|| $(BIN)/python -m training.fit --data $(DATA) --task all --out $(ARTIFACTS)
+
+serve: demo-artifacts
+	$(BIN)/python -m serve --artifacts $(ARTIFACTS) --host $(HOST) --port $(PORT)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,97 @@
+"""Shared pieces of the H&M CSV readers: the error type, header checks and pyarrow options.
+
+Line numbers in messages count the header as line 1 and assume one record per line, which
+holds for the H&M files (no quoted field spans lines); "line 2" is the first data row.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+
+# pyarrow parses in blocks of this many bytes; one block is the unit of work of one thread.
+BLOCK_SIZE = 16 << 20
+
+
+class DataError(ValueError):
+    """An input file is missing or malformed; the message names the file and what is wrong."""
+
+
+def line_number(row: int) -> int:
+    """The 1-based file line of the 0-based data row ``row`` (the header is line 1)."""
+    return int(row) + 2
+
+
+def show(value: object, limit: int = 80) -> str:
+    """``repr`` of a value from a file, shortened so one message stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def data_file(data_dir: Path, name: str) -> Path:
+    """``data_dir / name``, or :class:`DataError` if it is not a readable file."""
+    path = Path(data_dir) / name
+    if not path.is_file():
+        where = "directory does not exist" if not Path(data_dir).is_dir() else "file not found"
+        raise DataError(f"{name}: {where} (looked for {path})")
+    return path
+
+
+def read_header(path: Path) -> list[str]:
+    """The column names on the first line of ``path``; :class:`DataError` if the file is empty."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            first = f.readline()
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path.name}: line 1 is not UTF-8 text ({err.reason})") from err
+    if not first.strip():
+        raise DataError(f"{path.name}: file is empty (expected a header line)")
+    return next(csv.reader([first]))
+
+
+def check_columns(path: Path, header: list[str], required: tuple[str, ...]) -> None:
+    """:class:`DataError` naming every column of ``required`` that ``header`` lacks."""
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise DataError(
+            f"{path.name}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
+            f"found columns: {', '.join(header)}"
+        )
+
+
+def read_options(use_threads: bool = True) -> pa_csv.ReadOptions:
+    return pa_csv.ReadOptions(use_threads=use_threads, block_size=BLOCK_SIZE)
+
+
+def convert_options(column_types: dict[str, pa.DataType]) -> pa_csv.ConvertOptions:
+    """Read only ``column_types``' columns, with exactly those types; only an empty field is missing.
+
+    pyarrow's default null markers include ``NA``, ``null`` and ``nan``, which are values here.
+    """
+    return pa_csv.ConvertOptions(
+        column_types=column_types,
+        include_columns=list(column_types),
+        null_values=[""],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=True,
+    )
+
+
+def first_null_row(column: pa.ChunkedArray | pa.Array) -> int | None:
+    """0-based index of the first null of ``column``, or ``None``."""
+    if column.null_count == 0:
+        return None
+    nulls = column.is_null()
+    if isinstance(nulls, pa.ChunkedArray):
+        nulls = nulls.combine_chunks()
+    return int(nulls.to_numpy(zero_copy_only=False).argmax())
+
+
+def require_present(path: Path, column: pa.ChunkedArray | pa.Array, name: str, row_offset: int = 0) -> None:
+    """:class:`DataError` at the first empty field of a column that must always have a value."""
+    row = first_null_row(column)
+    if row is not None:
+        raise DataError(f"{path.name}: line {line_number(row_offset + row)}: empty {name}")

@@ -1,0 +1,86 @@
+"""Turn a pyarrow CSV error into a :class:`DataError` that says on which line the problem is.
+
+pyarrow's multithreaded reader reports a bad value or a short row without its line number.
+Bad input is rare and reading is fast, so on error the file is scanned again, cheaply (one
+column as text, or one thread for a malformed row), to find the line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+
+from training.csv_common import DataError, convert_options, line_number, read_options, show
+
+_CONVERSION = re.compile(r"CSV column #(\d+): CSV conversion error to ([^:]+): invalid value '(.*)'$", re.S)
+_TYPE_WORDS = {"date32[day]": "a date (YYYY-MM-DD)", "float": "a number", "double": "a number"}
+
+
+@contextmanager
+def located_errors(path: Path, header: list[str]) -> Iterator[None]:
+    """Re-raise pyarrow's ``ArrowInvalid`` from reading ``path`` as a :class:`DataError` with a line."""
+    try:
+        yield
+    except pa.ArrowInvalid as err:
+        raise explain(path, header, str(err)) from err
+
+
+def explain(path: Path, header: list[str], message: str) -> DataError:
+    """The :class:`DataError` for pyarrow's ``message`` about ``path``."""
+    if "CSV parse error" in message:
+        return _malformed_row(path, header, message)
+    match = _CONVERSION.search(message)
+    if match and int(match[1]) < len(header):
+        return _bad_value(path, header[int(match[1])], match[2], match[3])
+    return DataError(f"{path.name}: {message}")
+
+
+def _malformed_row(path: Path, header: list[str], message: str) -> DataError:
+    """Find the first row with the wrong number of fields; one thread, so pyarrow knows its line."""
+    found: list[pa_csv.InvalidRow] = []
+
+    def keep_first(row: pa_csv.InvalidRow) -> str:
+        found.append(row)
+        return "error"
+
+    reader_args = {
+        "read_options": read_options(use_threads=False),
+        "parse_options": pa_csv.ParseOptions(invalid_row_handler=keep_first),
+        "convert_options": convert_options({header[0]: pa.string()}),
+    }
+    try:
+        for _ in pa_csv.open_csv(path, **reader_args):
+            pass
+    except pa.ArrowInvalid:
+        pass
+    if not found:
+        return DataError(f"{path.name}: {message}")
+    row = found[0]
+    where = f"line {row.number}" if row.number is not None else "a row"
+    return DataError(
+        f"{path.name}: {where} has {row.actual_columns} fields, expected {row.expected_columns}: "
+        f"{show(row.text)}"
+    )
+
+
+def _bad_value(path: Path, column: str, arrow_type: str, value: str) -> DataError:
+    """Find the first line whose ``column`` holds the unparseable ``value``."""
+    what = f"cannot parse {column} value {show(value)} as {_TYPE_WORDS.get(arrow_type, arrow_type)}"
+    offset = 0
+    try:
+        for batch in pa_csv.open_csv(path, read_options=read_options(), convert_options=convert_options(
+            {column: pa.string()}
+        )):
+            hit = pc.index(batch.column(0), value).as_py()
+            if hit >= 0:
+                return DataError(f"{path.name}: line {line_number(offset + hit)}: {what}")
+            offset += batch.num_rows
+    except pa.ArrowInvalid:
+        pass
+    return DataError(f"{path.name}: column {column}: {what}")

@@ -1,0 +1,52 @@
+"""Where the train, validation and test cutoffs fall on the calendar."""
+
+from __future__ import annotations
+
+
+def split_cutoffs(
+    min_day: int,
+    max_day: int,
+    window_days: int = 7,
+    min_history_days: int = 7,
+    max_train_cutoffs: int | None = None,
+) -> dict[str, list[int]]:
+    """Cutoff days per split, oldest first.
+
+    The test label window is the last full week of data: ``test = max_day - window_days``, so
+    its labels cover ``max_day - 6 .. max_day``. Validation is the week before
+    (``val = test - window_days``) and training cutoffs step back weekly from there
+    (``val - 7, val - 14, ...``) as long as at least ``min_history_days`` days of data lie
+    at or before the cutoff (``cutoff - min_day + 1 >= min_history_days``), so the churn
+    entity week and the baselines' history are complete. Training label windows thus end
+    exactly where validation's begin and never overlap the validation or test weeks.
+
+    Args:
+        min_day: first transaction day.
+        max_day: last transaction day.
+        window_days: label window length.
+        min_history_days: days of data required up to and including a cutoff.
+        max_train_cutoffs: keep only this many most recent training cutoffs (``None``: all).
+
+    Returns:
+        ``{"train": [...], "val": [val], "test": [test]}``.
+
+    Raises:
+        ValueError: if the data is too short for at least one training cutoff.
+    """
+    if window_days < 1 or min_history_days < 1:
+        raise ValueError("window_days and min_history_days must be >= 1")
+    if max_train_cutoffs is not None and max_train_cutoffs < 1:
+        raise ValueError("max_train_cutoffs must be >= 1 or None")
+    test = max_day - window_days
+    val = test - window_days
+    first_allowed = min_day + min_history_days - 1
+    train = list(range(val - window_days, first_allowed - 1, -window_days))[::-1]
+    if not train:
+        needed = 3 * window_days + min_history_days
+        raise ValueError(
+            f"transactions span {max_day - min_day + 1} days; need at least {needed} "
+            f"({min_history_days} of history, then train, val and test weeks of {window_days})"
+        )
+    if max_train_cutoffs is not None:
+        train = train[-max_train_cutoffs:]
+    return {"train": train, "val": [val], "test": [test]}
