@@ -1,0 +1,175 @@
+"""Checkpoint bundle: one directory per task holding everything serving needs besides the snapshot.
+
+``<artifacts>/<task>/``
+    ``weights.safetensors``  the state dict (safetensors: loading never unpickles anything)
+    ``config.json``          model, sampler, bucket ladders, task, snapshot fingerprint, versions
+    ``metrics.json``         model and baselines on val/test (written by ``training.fit``)
+    ``compile_cache/``       ``torch.compiler`` cache artifacts, one file per torch version/device/strategy
+
+The graph snapshot lives beside the bundles in ``<artifacts>/snapshot/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import safetensors
+import safetensors.torch
+import torch
+import torch_geometric
+
+from models.buckets import BucketLadder
+from models.compile_cache import cache_key
+from models.config import ModelConfig
+from models.features import TableSpec, table_specs
+from models.model import TaskModel
+from models.sampler import SamplerConfig
+from models.snapshot import GraphSnapshot
+
+BUNDLE_FORMAT = 1
+WEIGHTS_FILE = "weights.safetensors"
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.json"
+CACHE_DIR = "compile_cache"
+SNAPSHOT_DIR = "snapshot"
+TASK_NAMES = ("churn", "sales", "purchase")
+
+
+class BundleError(ValueError):
+    """A bundle that cannot be used; the message is one line naming the file and the problem."""
+
+
+def library_versions() -> dict[str, str]:
+    return {"torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
+            "python": platform.python_version()}
+
+
+@dataclass
+class BundleConfig:
+    """What ``config.json`` records about a trained task model.
+
+    Args:
+        task: ``"churn"``, ``"sales"`` or ``"purchase"``.
+        model: model shape.
+        sampler: fanouts used in training; serving samples with ``strategy="last"``.
+        specs: per node type, the feature columns the encoders were built for.
+        ladders: per seed type of the head, the serving bucket ladder (for ``max_batch_size``).
+        max_batch_size: largest serving batch the ladders hold.
+        fingerprint: content fingerprint of the snapshot the model was trained on.
+        versions: library versions at training time (informational).
+        training: how it was trained (epochs, seed, compile strategy, ...; informational).
+    """
+
+    task: str
+    model: ModelConfig
+    sampler: SamplerConfig
+    specs: dict[str, TableSpec]
+    ladders: dict[str, BucketLadder]
+    max_batch_size: int
+    fingerprint: str
+    versions: dict[str, str] = field(default_factory=library_versions)
+    training: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": BUNDLE_FORMAT, "task": self.task, "model": self.model.to_dict(),
+            "sampler": {"fanouts": list(self.sampler.fanouts), "strategy": self.sampler.strategy},
+            "specs": {t: {"cardinalities": list(s.cardinalities), "num_numeric": s.num_numeric}
+                      for t, s in self.specs.items()},
+            "ladders": {t: ladder.to_dict() for t, ladder in self.ladders.items()},
+            "max_batch_size": self.max_batch_size, "fingerprint": self.fingerprint,
+            "versions": self.versions, "training": self.training,
+        }
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> BundleConfig:
+        if values.get("format") != BUNDLE_FORMAT:
+            raise ValueError(f"bundle format {values.get('format')!r}, this relserve reads {BUNDLE_FORMAT}")
+        if values["task"] not in TASK_NAMES:
+            raise ValueError(f"unknown task {values['task']!r}")
+        return cls(
+            task=values["task"], model=ModelConfig.from_dict(values["model"]),
+            sampler=SamplerConfig(tuple(int(f) for f in values["sampler"]["fanouts"]),
+                                  values["sampler"]["strategy"]),
+            specs={t: TableSpec(tuple(int(c) for c in s["cardinalities"]), int(s["num_numeric"]))
+                   for t, s in values["specs"].items()},
+            ladders={t: BucketLadder.from_dict(v) for t, v in values["ladders"].items()},
+            max_batch_size=int(values["max_batch_size"]), fingerprint=str(values["fingerprint"]),
+            versions=dict(values.get("versions", {})), training=dict(values.get("training", {})),
+        )
+
+
+def save_bundle(directory: Path, config: BundleConfig, model: TaskModel, metrics: dict | None = None) -> None:
+    """Write a bundle; files are replaced atomically so a crash never leaves a half-written one."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / CACHE_DIR).mkdir(exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    _atomic_write(directory / WEIGHTS_FILE, safetensors.torch.save(state))
+    _atomic_write(directory / CONFIG_FILE, json.dumps(config.to_dict(), indent=2).encode())
+    if metrics is not None:
+        _atomic_write(directory / METRICS_FILE, json.dumps(metrics, indent=2).encode())
+
+
+def read_config(directory: Path) -> BundleConfig:
+    """Parse ``config.json``; :class:`BundleError` naming the file on any problem."""
+    path = directory / CONFIG_FILE
+    try:
+        return BundleConfig.from_dict(json.loads(path.read_text()))
+    except FileNotFoundError:
+        raise BundleError(f"{path}: missing (not a relserve bundle directory)") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BundleError(f"{path}: invalid bundle config ({type(exc).__name__}: {exc})") from None
+
+
+def load_bundle(directory: Path, snapshot: GraphSnapshot, device: torch.device | str = "cpu"
+                ) -> tuple[BundleConfig, TaskModel]:
+    """Rebuild a task model from its bundle alone, checked against the snapshot it will run on.
+
+    Raises:
+        BundleError: missing or corrupt files, a weights file that is not safetensors (a pickle,
+            say: it is never unpickled), weights that do not fit the config, or a snapshot whose
+            fingerprint or feature columns differ from the training snapshot.
+    """
+    directory = Path(directory)
+    config = read_config(directory)
+    if config.fingerprint != snapshot.fingerprint:
+        raise BundleError(
+            f"{directory / CONFIG_FILE}: trained on snapshot {config.fingerprint[:12]}, but "
+            f"{snapshot.directory} is {snapshot.fingerprint[:12]}; retrain or use the matching snapshot")
+    if config.specs != table_specs(snapshot):
+        raise BundleError(
+            f"{directory / CONFIG_FILE}: feature columns differ from snapshot {snapshot.directory}")
+    path = directory / WEIGHTS_FILE
+    try:
+        state = safetensors.torch.load(path.read_bytes())
+    except FileNotFoundError:
+        raise BundleError(f"{path}: missing") from None
+    except (safetensors.SafetensorError, ValueError, OSError) as exc:
+        raise BundleError(f"{path}: not a readable safetensors file ({exc}); refusing to load it") from None
+    model = TaskModel(config.task, config.specs, config.model)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()
+        raise BundleError(f"{path}: weights do not match config.json ({' '.join(first[:2])[:300]})") from None
+    return config, model.to(device).eval()
+
+
+def compile_cache_path(directory: Path, device: torch.device | str, strategy: str, mode: str | None,
+                       ladders: dict[str, BucketLadder]) -> Path:
+    """Where the compile-cache artifact for this torch, device, strategy and ladder lives."""
+    key = {**cache_key(device), "strategy": strategy, "mode": mode or "default",
+           "ladders": {t: ladder.to_dict() for t, ladder in sorted(ladders.items())}}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return Path(directory) / CACHE_DIR / f"{torch.device(device).type}-{strategy}-{digest}.bin"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)

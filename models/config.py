@@ -1,0 +1,57 @@
+"""Model hyper-parameters: one dataclass, stored as JSON in the checkpoint bundle."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass
+class ModelConfig:
+    """Shape of the relational GNN (RDL recipe: encoders -> temporal encoding -> hetero SAGE -> head).
+
+    Args:
+        hidden: width of every node representation.
+        num_layers: number of hetero SAGE layers; matches the sampler's number of hops.
+        aggregation: neighbour aggregation of each ``SAGEConv`` (``"mean"``, ``"sum"``, ``"max"``).
+        time_channels: sinusoidal channels of the temporal encoding of ``seed time - node time``.
+        time_period_days: longest period of the temporal encoding; periods run geometrically from
+            one day up to it.
+        dropout: dropout after each GNN layer (training only).
+        head_hidden: width of the MLP of the churn and sales heads (``0``: a single linear layer).
+        embedding_dim: output width of the purchase two-tower projections (the dot-product space).
+        trim: compute each layer only for the rows later layers read (seeds in the last layer,
+            seeds and hop-1 nodes before it); exact, and saves most of the dense work.
+    """
+
+    hidden: int = 128
+    num_layers: int = 2
+    aggregation: str = "mean"
+    time_channels: int = 16
+    time_period_days: float = 1024.0
+    dropout: float = 0.0
+    head_hidden: int = 128
+    embedding_dim: int = 128
+    trim: bool = True
+
+    def __post_init__(self) -> None:
+        if self.hidden <= 0 or self.num_layers <= 0 or self.embedding_dim <= 0:
+            raise ValueError("hidden, num_layers and embedding_dim must be positive")
+        if self.aggregation not in ("mean", "sum", "max"):
+            raise ValueError(f"unknown aggregation {self.aggregation!r}; use mean, sum or max")
+        if self.time_channels <= 0 or self.time_channels % 2:
+            raise ValueError("time_channels must be a positive even number (sin and cos pairs)")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError("dropout must be in [0, 1)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
+        """Build from a JSON dict, rejecting unknown keys so a typo cannot silently fall back."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown ModelConfig keys: {sorted(unknown)}")
+        return cls(**values)

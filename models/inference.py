@@ -1,0 +1,196 @@
+"""Predictions for one task from its bundle: sample -> gather -> pad -> compiled forward -> head.
+
+The one inference path shared by serving and offline evaluation, so the server's answer for an
+id is by construction the offline prediction for the same id and time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from models.buckets import BucketLadder
+from models.bundle import BundleConfig, compile_cache_path, load_bundle
+from models.compile import CompileConfig, Predictor, compiled_graph_count
+from models.compile_cache import CompileCacheRecorder, load_compile_cache
+from models.features import TableSpec, gather_inputs
+from models.model import TaskModel
+from models.sampler import SamplerConfig, TemporalSampler
+from models.schema import ARTICLE
+from models.snapshot import GraphSnapshot
+
+log = logging.getLogger(__name__)
+
+ARTICLE_KEY_BATCH = 1024
+
+
+@dataclass
+class WarmupReport:
+    """What :meth:`TaskInference.warm_up` did: seconds, buckets run, and whether the cache hit."""
+
+    seconds: float
+    buckets: int
+    cache_hit: bool
+    cache_saved: bool = False
+
+
+@dataclass
+class InferenceResult:
+    """Predictions for a batch of ``B`` entities.
+
+    Args:
+        values: ``(B,)`` churn probabilities or 7-day sales (``None`` for purchase).
+        scores: ``(B, k)`` purchase scores, descending (``None`` otherwise).
+        articles: ``(B, k)`` int64 article indices matching ``scores``.
+        bucket: the shape bucket the batch ran in (``"eager"``/``"dynamic"`` when not padded).
+        padding_ratio: share of the bucket's node rows that were padding.
+        stage_seconds: wall seconds of ``sample``, ``forward`` and ``rank``.
+    """
+
+    values: Tensor | None = None
+    scores: Tensor | None = None
+    articles: Tensor | None = None
+    bucket: str = ""
+    padding_ratio: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def fitted_ladder(snapshot: GraphSnapshot, sampler: TemporalSampler, seed_type: str, max_seeds: int,
+                  seed: int = 0) -> BucketLadder:
+    """A bucket ladder shaped like real batches at the snapshot's end time (deterministic per seed)."""
+    generator = torch.Generator().manual_seed(seed)
+    num = snapshot.num_nodes[seed_type]
+    sizes = sorted({min(2**i, max_seeds) for i in range(max_seeds.bit_length() + 1)})
+    samples = []
+    for size in sizes:
+        for _ in range(4):
+            seeds = torch.randint(num, (size,), generator=generator)
+            times = torch.full((size,), snapshot.end_time, dtype=torch.long)
+            samples.append(gather_inputs(snapshot, sampler.sample(seed_type, seeds, times)))
+    return BucketLadder.fitted(samples, sampler.max_sizes, seed_type, max_seeds)
+
+
+class TaskInference:
+    """Answers batches of entity indices for one task.
+
+    Args:
+        config: the bundle's config.
+        model: the trained model.
+        snapshot: the graph the predictions are made on.
+        compile: ``"none"``, ``"dynamic"`` or ``"buckets"``.
+        device: where the model runs.
+        cuda_graphs: ``mode="reduce-overhead"`` over the buckets (CUDA only).
+        max_batch_size: largest batch :meth:`run` is given (sets the bucket ladder).
+        bundle_dir: where compile-cache artifacts are read and written (``None``: no cache).
+    """
+
+    def __init__(self, config: BundleConfig, model: TaskModel, snapshot: GraphSnapshot,
+                 compile: str = "buckets", device: torch.device | str = "cpu", cuda_graphs: bool = False,
+                 max_batch_size: int = 32, bundle_dir: Path | None = None) -> None:
+        self.config = config
+        self.task = config.task
+        self.snapshot = snapshot
+        self.device = torch.device(device)
+        self.sampler = TemporalSampler(snapshot, SamplerConfig(config.sampler.fanouts, "last"))
+        self.entity_type = model.head.seed_types[0]
+        self.model = model.to(self.device).eval()
+        self.compile_config = CompileConfig(compile, mode="reduce-overhead" if cuda_graphs else None)
+        self.ladders = self._ladders(max_batch_size) if compile == "buckets" else {}
+        self.predictor = Predictor(self.model, self.compile_config, list(self.ladders.values()), self.device,
+                                   seed_types=(self.entity_type,))
+        self.bundle_dir = bundle_dir
+        self.article_keys: Tensor | None = None
+        self._graphs_after_warmup: int | None = None
+
+    @classmethod
+    def from_bundle(cls, bundle_dir: Path, snapshot: GraphSnapshot, compile: str = "buckets",
+                    device: torch.device | str = "cpu", cuda_graphs: bool = False,
+                    max_batch_size: int = 32) -> TaskInference:
+        """Load ``bundle_dir`` (raises :class:`models.bundle.BundleError`) and set up inference."""
+        config, model = load_bundle(Path(bundle_dir), snapshot, device)
+        return cls(config, model, snapshot, compile, device, cuda_graphs, max_batch_size, Path(bundle_dir))
+
+    def _ladders(self, max_batch_size: int) -> dict[str, BucketLadder]:
+        # Only the entity's ladder is compiled: purchase article keys are computed once, eagerly.
+        if max_batch_size == self.config.max_batch_size and self.entity_type in self.config.ladders:
+            return {self.entity_type: self.config.ladders[self.entity_type]}
+        ladder = fitted_ladder(self.snapshot, self.sampler, self.entity_type, max_batch_size)
+        return {self.entity_type: ladder}
+
+    def warm_up(self) -> WarmupReport:
+        """Load the compile cache, compile and run every bucket once, precompute article keys."""
+        start = time.perf_counter()
+        hit, saved, path = False, False, None
+        if self.compile_config.strategy != "none" and self.bundle_dir is not None:
+            path = compile_cache_path(self.bundle_dir, self.device, self.compile_config.strategy,
+                                      self.compile_config.mode, self.ladders)
+            hit = load_compile_cache(path, self.device)
+        recorder = CompileCacheRecorder() if path is not None and not hit else None
+        specs: dict[str, TableSpec] = self.config.specs
+        runs = self.predictor.warmup({t: (len(s.cardinalities), s.num_numeric) for t, s in specs.items()})
+        if self.task == "purchase":
+            self.article_keys = self.compute_article_keys(self.snapshot.end_time)
+        if recorder is not None:
+            try:
+                saved = recorder.save(path, self.device)
+            except OSError as exc:  # a read-only bundle directory only costs the next start a cold compile
+                log.warning("compile cache not saved to %s: %s", path, exc)
+        self._graphs_after_warmup = compiled_graph_count()
+        return WarmupReport(time.perf_counter() - start, runs, hit, saved)
+
+    def recompiles(self) -> int:
+        """Graphs compiled since :meth:`warm_up` finished (0 when the buckets cover every batch)."""
+        if self._graphs_after_warmup is None:
+            return 0
+        return compiled_graph_count() - self._graphs_after_warmup
+
+    @torch.inference_mode()
+    def compute_article_keys(self, seed_time: int) -> Tensor:
+        """``(A, D + 1)`` purchase keys of every article at ``seed_time``, computed eagerly in chunks."""
+        keys = []
+        num = self.snapshot.num_nodes[ARTICLE]
+        for start in range(0, num, ARTICLE_KEY_BATCH):
+            seeds = torch.arange(start, min(num, start + ARTICLE_KEY_BATCH))
+            times = torch.full_like(seeds, seed_time)
+            inputs = gather_inputs(self.snapshot, self.sampler.sample(ARTICLE, seeds, times)).to(self.device)
+            keys.append(self.model(inputs))
+        return torch.cat(keys)
+
+    @torch.inference_mode()
+    def run(self, entity: Tensor, k: int = 12, seed_time: Tensor | None = None,
+            article_keys: Tensor | None = None) -> InferenceResult:
+        """Predict for ``entity`` ``(B,)`` dense indices at ``seed_time`` (default: the snapshot's end).
+
+        Args:
+            entity: ``(B,)`` int64 indices of ``entity_type`` nodes.
+            k: purchase list length.
+            seed_time: ``(B,)`` int64 seed times; defaults to ``snapshot.end_time`` for all.
+            article_keys: purchase keys for another seed time (see :meth:`compute_article_keys`).
+        """
+        t0 = time.perf_counter()
+        if seed_time is None:
+            seed_time = torch.full_like(entity, self.snapshot.end_time)
+        inputs = gather_inputs(self.snapshot, self.sampler.sample(self.entity_type, entity, seed_time))
+        bucket = self.predictor.bucket_for(inputs)
+        t1 = time.perf_counter()
+        output = self.predictor(inputs)
+        t2 = time.perf_counter()
+        result = InferenceResult(bucket=bucket.name if bucket else self.compile_config.strategy)
+        if bucket is not None:
+            result.padding_ratio = 1.0 - sum(inputs.num_nodes().values()) / sum(bucket.nodes.values())
+        if self.task == "purchase":
+            keys = article_keys if article_keys is not None else self.article_keys
+            if keys is None:
+                keys = self.article_keys = self.compute_article_keys(self.snapshot.end_time)
+            scores, articles = self.model.head.topk(output, keys, k)
+            result.scores, result.articles = scores.float().cpu(), articles.cpu()
+        else:
+            result.values = self.model.predict(output).float().cpu()
+        t3 = time.perf_counter()
+        result.stage_seconds = {"sample": t1 - t0, "forward": t2 - t1, "rank": t3 - t2}
+        return result

@@ -1,0 +1,181 @@
+"""Compile strategies: compiled == eager, no recompiles inside the ladder, LR as a tensor,
+padded training == unpadded training, and the compile-cache artifact's hits and misses.
+
+Recompile and padding tests use the ``aot_eager`` backend: Dynamo traces and guards exactly
+as for Inductor, without spending seconds generating C++ per graph.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from models.buckets import BucketLadder
+from models.compile import CompileConfig, Predictor, compile_function, compiled_graph_count
+from models.compile_cache import CompileCacheRecorder, load_compile_cache
+from models.config import ModelConfig
+from models.features import gather_inputs, table_specs
+from models.model import TaskModel
+from models.train_step import TrainStep, tensor_lr_adam
+from training.random_batches import random_batch, random_tables, random_targets, tree_max_sizes
+
+pytestmark = pytest.mark.slow
+TABLES = random_tables(300, 80)
+COLUMNS = {t: (v.shape[1], TABLES.numeric[t].shape[1]) for t, v in TABLES.categorical.items()}
+FAST = {"backend": "aot_eager"}
+
+
+def _model(task: str = "churn") -> TaskModel:
+    torch.manual_seed(0)
+    return TaskModel(task, table_specs(TABLES), ModelConfig(hidden=32, head_hidden=16, embedding_dim=8))
+
+
+def _batches(seed_type: str, sizes: list[int], seed: int = 0) -> list:
+    gen = torch.Generator().manual_seed(seed)
+    fills = [0.2, 0.9, 0.5, 0.7]
+    return [gather_inputs(TABLES, random_batch(TABLES, seed_type, n, fill=fills[i % 4], generator=gen))
+            for i, n in enumerate(sizes)]
+
+
+def _ladder(seed_type: str = "customer", max_seeds: int = 8) -> BucketLadder:
+    return BucketLadder.geometric(tree_max_sizes(), seed_type, max_seeds, factor=4.0)
+
+
+def test_inductor_outputs_match_eager() -> None:
+    eager = Predictor(_model(), CompileConfig("none"))
+    dynamic = Predictor(_model(), CompileConfig("dynamic"))
+    buckets = Predictor(_model(), CompileConfig("buckets"), _ladder(max_seeds=4))
+    for inputs in _batches("customer", [3, 2, 4]):
+        expected = eager(inputs)
+        assert expected.shape == (inputs.num_seeds,)
+        torch.testing.assert_close(dynamic(inputs), expected, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(buckets(inputs), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_no_recompiles_within_the_ladder_after_warmup() -> None:
+    ladder = _ladder()
+    predictor = Predictor(_model("purchase"), CompileConfig("buckets", **FAST), [ladder, _ladder("article")])
+    before = compiled_graph_count()
+    runs = predictor.warmup(COLUMNS)
+    assert runs == len(ladder.buckets) + len(_ladder("article").buckets)
+    assert compiled_graph_count() - before == runs  # one graph per bucket and seed type
+    warmed = compiled_graph_count()
+    used = set()
+    batches = _batches("customer", [1, 8, 3, 5, 2, 7, 4, 6, 1, 8], seed=1) + _batches("article", [1, 8, 5])
+    for inputs in batches:
+        used.add((inputs.seed_type, predictor.bucket_for(inputs).name))
+        assert predictor(inputs).shape == (inputs.num_seeds, 9)
+    assert compiled_graph_count() == warmed
+    assert len(used) >= 3
+
+
+def test_dynamic_warmup_covers_the_ladder_and_a_lonely_seed() -> None:
+    predictor = Predictor(_model(), CompileConfig("dynamic", **FAST), _ladder())
+    assert predictor.warmup(COLUMNS) == len(_ladder().buckets) + 1
+    assert Predictor(_model(), CompileConfig("none")).warmup(COLUMNS) == 0
+
+
+def test_padded_training_matches_unpadded_and_lr_tensor_never_recompiles() -> None:
+    model = _model()
+    steps = {}
+    for strategy in ("none", "buckets"):
+        copy_ = copy.deepcopy(model)
+        optimizer = tensor_lr_adam(copy_.parameters(), 1e-2)
+        steps[strategy] = TrainStep(copy_, optimizer, CompileConfig(strategy, **FAST), _ladder())
+    batches = _batches("customer", [6, 6, 6], seed=2)
+    targets = [random_targets("churn", 6, seed=i) for i in range(3)]
+    for step in steps.values():
+        losses = [step(b, t) for b, t in zip(batches[:2], targets[:2], strict=True)]
+        assert all(loss.dim() == 0 and torch.isfinite(loss) for loss in losses)
+    for a, b in zip(steps["none"].model.parameters(), steps["buckets"].model.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    step = steps["buckets"]
+    graphs = compiled_graph_count()
+    step.optimizer.param_groups[0]["lr"].fill_(0.0)
+    frozen = [p.detach().clone() for p in step.model.parameters()]
+    step(batches[2], targets[2])
+    assert all(torch.equal(a, b) for a, b in zip(frozen, step.model.parameters(), strict=True))
+    step.optimizer.param_groups[0]["lr"].fill_(5e-3)
+    step(batches[2], targets[2])
+    assert not all(torch.equal(a, b) for a, b in zip(frozen, step.model.parameters(), strict=True))
+    assert compiled_graph_count() == graphs
+
+
+def test_purchase_training_step_runs_padded() -> None:
+    model = _model("purchase")
+    step = TrainStep(model, tensor_lr_adam(model.parameters(), 1e-3),
+                     CompileConfig("buckets", **FAST), [_ladder(), _ladder("article")])
+    customers, articles = _batches("customer", [5])[0], _batches("article", [5])[0]
+    assert torch.isfinite(step(customers, articles))
+
+
+def test_cuda_graphs_refused_on_cpu() -> None:
+    with pytest.raises(ValueError, match="reduce-overhead"):
+        compile_function(lambda x: x, CompileConfig("buckets", mode="reduce-overhead"), "cpu")
+    with pytest.raises(ValueError, match="unknown compile strategy"):
+        CompileConfig("static")
+
+
+def _square_plus_one(x: torch.Tensor) -> torch.Tensor:
+    return x * x + 1
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cache") / "compile_cache.bin"
+    recorder = CompileCacheRecorder()
+    torch.compile(_square_plus_one, dynamic=False)(torch.arange(7.0))
+    assert recorder.save(path, "cpu")
+    return path
+
+
+def test_artifact_warms_a_fresh_process(artifact: Path, tmp_path: Path) -> None:
+    code = ("import sys, torch; from torch._dynamo.utils import counters;"
+            "from torch._inductor.cpp_builder import CppBuilder;"
+            "from models.compile_cache import load_compile_cache;"
+            "from tests.unit.test_compile import _square_plus_one;"
+            "builds = [];"
+            "build = CppBuilder.build;"
+            "CppBuilder.build = lambda self: builds.append(self) or build(self);"
+            "hit = load_compile_cache(sys.argv[1], 'cpu');"
+            "print(torch.compile(_square_plus_one, dynamic=False)(torch.arange(7.0))[3].item());"
+            "print(hit, counters['inductor']['fxgraph_cache_hit'],"
+            "      sum(b.get_target_file_path().endswith('.so') for b in builds))")
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "PYTHONPATH": os.getcwd(),
+           "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", code, str(artifact)], env=env, capture_output=True,
+                          text=True, check=True)
+    value, summary = done.stdout.strip().splitlines()[-2:]
+    assert float(value) == 10.0
+    # Inductor still preprocesses its kernel header once per process; it links nothing.
+    assert summary.split() == ["True", "1", "0"], "warm start must hit the graph cache and link no library"
+
+
+def test_stale_corrupt_or_foreign_artifacts_are_misses(artifact: Path, tmp_path: Path) -> None:
+    assert load_compile_cache(artifact, "cpu")
+    raw = artifact.read_bytes()
+    header, _, payload = raw.partition(b"\n")
+    meta = json.loads(header)
+    cases = {
+        "missing": None,
+        "garbage": b"not an artifact at all",
+        "truncated": raw[: len(raw) // 2],
+        "flipped": header + b"\n" + bytes([payload[0] ^ 0xFF]) + payload[1:],
+        "stale": json.dumps({**meta, "key": {**meta["key"], "torch": "1.0.0"}}).encode() + b"\n" + payload,
+    }
+    escape = copy.deepcopy(meta)
+    escape["parts"][-1][0] = "kernel:../../escaped.so"
+    cases["escaping"] = json.dumps(escape).encode() + b"\n" + payload
+    for name, content in cases.items():
+        path = tmp_path / f"{name}.bin"
+        if content is not None:
+            path.write_bytes(content)
+        assert load_compile_cache(path, "cpu") is False, name
+    assert not (tmp_path.parent / "escaped.so").exists()

@@ -1,0 +1,125 @@
+"""Model: padding and trimming are exact for every head, the forward has no graph break,
+heads and losses behave, features are the snapshot's rows."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from models.buckets import BucketLadder, pad_inputs, pad_rows
+from models.config import ModelConfig
+from models.features import gather_inputs, table_specs
+from models.heads import PurchaseHead
+from models.model import TaskModel
+from training.random_batches import RandomTables, random_batch, random_tables, tree_max_sizes
+
+TABLES = random_tables(300, 80)
+SPECS = table_specs(TABLES)
+CASES = [("churn", "customer"), ("sales", "article"), ("purchase", "customer"), ("purchase", "article")]
+
+
+def _model(task: str, **config: object) -> TaskModel:
+    torch.manual_seed(0)
+    return TaskModel(task, SPECS, ModelConfig(hidden=32, head_hidden=16, embedding_dim=8, **config)).eval()
+
+
+@pytest.mark.parametrize(("task", "seed_type"), CASES)
+def test_padded_forward_matches_unpadded(task: str, seed_type: str) -> None:
+    model = _model(task)
+    ladder = BucketLadder.geometric(tree_max_sizes(), seed_type, 16)
+    gen = torch.Generator().manual_seed(1)
+    for num_seeds, fill in [(1, 0.3), (5, 0.9), (16, 0.5), (3, 0.0)]:
+        inputs = gather_inputs(TABLES, random_batch(TABLES, seed_type, num_seeds, fill=fill, generator=gen))
+        padded = pad_inputs(inputs, ladder.choose(inputs))
+        with torch.no_grad():
+            expected, got = model(inputs), model(padded)
+        assert got.shape[0] == padded.seed_rows
+        torch.testing.assert_close(got[:num_seeds], expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("task", "seed_type"), CASES)
+def test_trimming_is_exact(task: str, seed_type: str) -> None:
+    trimmed, full = _model(task, trim=True), _model(task, trim=False)
+    full.load_state_dict(trimmed.state_dict())
+    inputs = gather_inputs(TABLES, random_batch(TABLES, seed_type, 7, fill=0.7))
+    with torch.no_grad():
+        torch.testing.assert_close(trimmed(inputs), full(inputs), rtol=1e-5, atol=1e-5)
+
+
+def test_neighbours_matter() -> None:
+    model = _model("churn")
+    inputs = gather_inputs(TABLES, random_batch(TABLES, "customer", 4, fill=0.9))
+    alone = gather_inputs(TABLES, random_batch(TABLES, "customer", 4, fill=0.0))
+    alone.cat["customer"], alone.num["customer"] = inputs.cat["customer"][:4], inputs.num["customer"][:4]
+    with torch.no_grad():
+        assert not torch.allclose(model(inputs), model(alone))
+
+
+@pytest.mark.parametrize(("task", "seed_type"), [("churn", "customer"), ("purchase", "article")])
+def test_forward_has_no_graph_breaks(task: str, seed_type: str) -> None:
+    inputs = gather_inputs(TABLES, random_batch(TABLES, seed_type, 3))
+    explanation = torch._dynamo.explain(_model(task))(inputs)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    assert explanation.graph_count == 1
+
+
+def test_gather_reads_the_snapshot_rows() -> None:
+    batch = random_batch(TABLES, "customer", 3)
+    inputs = gather_inputs(TABLES, batch)
+    for t, ids in batch.node_ids.items():
+        assert torch.equal(inputs.cat[t], TABLES.categorical[t][ids])
+        assert torch.equal(inputs.num[t], TABLES.numeric[t][ids])
+        assert (inputs.rel_time[t] > 0).sum() == ids.numel() - (3 if t == "customer" else 0)
+    assert inputs.seed_rows == inputs.num_seeds == 3
+    as_numpy = RandomTables({t: v.numpy() for t, v in TABLES.categorical.items()},
+                            {t: v.numpy() for t, v in TABLES.numeric.items()}, TABLES.cardinalities)
+    from_numpy = gather_inputs(as_numpy, batch)
+    assert all(torch.equal(from_numpy.cat[t], inputs.cat[t]) for t in inputs.cat)
+
+
+def test_losses_ignore_padded_rows() -> None:
+    out, target = torch.randn(5), torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0])
+    for task in ("churn", "sales"):
+        head = _model(task).head
+        value = out.abs() if task == "sales" else out
+        full = head.loss(value, target, torch.ones(5))
+        padded = head.loss(pad_rows(value, 8), pad_rows(target, 8), pad_rows(torch.ones(5), 8))
+        torch.testing.assert_close(padded, full)
+    query, keys = torch.randn(4, 9), torch.randn(4, 9)
+    full = PurchaseHead.loss(query, keys, torch.ones(4))
+    padded = PurchaseHead.loss(pad_rows(query, 6), pad_rows(keys, 7), pad_rows(torch.ones(4), 6))
+    torch.testing.assert_close(padded, full)
+
+
+def test_purchase_scores_and_topk() -> None:
+    head = _model("purchase").head
+    emb = torch.randn(3, 32)
+    query, keys = head(emb, "customer"), head(torch.randn(10, 32), "article")
+    assert query.shape == (3, 9) and torch.equal(query[:, -1], torch.ones(3))
+    scores = PurchaseHead.score(query, keys)
+    torch.testing.assert_close(scores, head.customer(emb) @ keys[:, :-1].T + keys[:, -1])
+    top_scores, top = PurchaseHead.topk(query, keys, 4)
+    assert top.shape == (3, 4) and torch.equal(top_scores, scores.gather(1, top))
+    assert torch.equal(top_scores, scores.sort(dim=1, descending=True).values[:, :4])
+
+
+def test_heads_outputs_are_in_range() -> None:
+    inputs = gather_inputs(TABLES, random_batch(TABLES, "article", 6))
+    with torch.no_grad():
+        assert (_model("sales")(inputs) >= 0).all()
+    inputs = gather_inputs(TABLES, random_batch(TABLES, "customer", 6))
+    model = _model("churn")
+    with torch.no_grad():
+        probs = model.predict(model(inputs))
+    assert ((probs > 0) & (probs < 1)).all()
+
+
+def test_config_round_trip_and_validation() -> None:
+    config = ModelConfig(hidden=64, dropout=0.1)
+    assert ModelConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(ValueError, match="unknown ModelConfig keys"):
+        ModelConfig.from_dict({"hiden": 3})
+    with pytest.raises(ValueError, match="aggregation"):
+        ModelConfig(aggregation="median")
+    with pytest.raises(ValueError, match="unknown task"):
+        TaskModel("returns", SPECS)
