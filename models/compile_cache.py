@@ -31,7 +31,11 @@ _KERNEL_SUFFIXES = (".so", ".o")
 
 
 def cache_key(device: torch.device | str) -> dict[str, str]:
-    """What an artifact must match to be usable: torch, Python, device type and CPU ISA / GPU arch."""
+    """What an artifact must match to be usable: torch, Python, device, CPU ISA / GPU arch, threads.
+
+    Inductor's own graph-cache keys include the torch thread count, so an artifact recorded with
+    2 threads loads but recompiles in a 1-thread worker: the count is part of the key here too.
+    """
     device = torch.device(device)
     if device.type == "cuda":
         major, minor = torch.cuda.get_device_capability(device)
@@ -41,7 +45,7 @@ def cache_key(device: torch.device | str) -> dict[str, str]:
         # must come from the artifact. Kernels compiled for other flags have other cache keys.
         arch = f"{platform.machine()}-{torch.backends.cpu.get_cpu_capability()}"
     return {"torch": torch.__version__, "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
-            "device": device.type, "arch": arch}
+            "device": device.type, "arch": arch, "threads": str(torch.get_num_threads())}
 
 
 def _kernel_files(root: Path) -> set[Path]:

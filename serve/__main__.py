@@ -1,0 +1,116 @@
+"""``python -m serve --artifacts DIR``: serve every task bundle in DIR over HTTP.
+
+Order matters here. Bundles are checked in this process first, so a bad path or a corrupt
+bundle is one line on stderr and a non-zero exit instead of a worker traceback.
+``PROMETHEUS_MULTIPROC_DIR`` is prepared before anything imports prometheus_client, which
+picks its storage at import. Spawned workers import this module again (as ``__mp_main__``),
+so its top-level imports stay light: the rest is imported inside :func:`main`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+from serve.config import PROG, ServeConfig, parse_args
+
+METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+class StartupError(Exception):
+    """Cannot start; the message is the one line shown, ``exit_code`` the status."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def resolve_accelerator(config: ServeConfig) -> str:
+    """``cpu`` or ``cuda``; refuses CUDA-only options without a CUDA device (exit 2)."""
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if (config.cuda_graphs or config.accelerator == "cuda") and not has_cuda:
+        flag = "--cuda-graphs" if config.cuda_graphs else "--accelerator cuda"
+        raise StartupError(f"{flag} needs a CUDA device, and torch {torch.__version__} sees none", 2)
+    if config.accelerator == "auto":
+        return "cuda" if has_cuda else "cpu"
+    return config.accelerator
+
+
+def prepare_metrics_dir() -> tuple[Path, bool]:
+    """A fresh multiprocess metrics directory in the environment; ``(dir, created here)``.
+
+    Files of an earlier run would be summed into this one's metrics, so a given directory is
+    emptied; without one, each server gets its own temporary directory.
+    """
+    given = os.environ.get(METRICS_ENV)
+    if not given:
+        path = Path(tempfile.mkdtemp(prefix="relserve-metrics-"))
+        os.environ[METRICS_ENV] = str(path)
+        return path, True
+    path = Path(given)
+    path.mkdir(parents=True, exist_ok=True)
+    for stale in path.glob("*.db"):
+        stale.unlink()
+    return path, False
+
+
+def check_port(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            raise StartupError(f"cannot listen on {host}:{port}: {e.strerror}") from e
+
+
+def start(config: ServeConfig) -> None:
+    """Check everything, build the server and serve until SIGTERM (blocks)."""
+    from serve.bundles import ArtifactsError, check_bundles, find_bundles
+
+    try:
+        bundles = find_bundles(config.artifacts, config.tasks)
+    except ArtifactsError as e:
+        raise StartupError(str(e), 2) from e
+    accelerator = resolve_accelerator(config)
+    check_port(config.host, config.port)
+    try:
+        check_bundles(bundles)
+    except ArtifactsError as e:
+        raise StartupError(str(e)) from e
+    from serve.app import build_server  # imports prometheus_client: after prepare_metrics_dir()
+
+    built = build_server(config, bundles, accelerator)
+    built.install_sigterm_drain()
+    tasks = ", ".join(b.task for b in bundles)
+    print(f"{PROG}: serving {tasks} on http://{config.host}:{config.port} ({accelerator}, compile="
+          f"{config.compile}, max batch {config.max_batch_size}); /health turns 200 once warmed up",
+          file=sys.stderr, flush=True)
+    built.run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns the process exit code."""
+    config = parse_args(argv)
+    metrics_dir, created = prepare_metrics_dir()
+    try:
+        start(config)
+    except StartupError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except RuntimeError as e:  # LitServe: "One or more workers failed to start"
+        print(f"{PROG}: error: {e} (see the worker log above)", file=sys.stderr)
+        return 1
+    finally:
+        if created:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""What enters the server: bounded in-flight requests, drain on shutdown, and a per-request deadline.
+
+LitServe's queues are unbounded, its ``timeout`` only drops requests still queued when a worker
+takes them, and a request whose worker dies is never answered. :class:`Admission` is one pure
+ASGI middleware in front of the prediction routes that
+
+* answers ``503`` + ``Retry-After`` at once, without reading the body, when a task already has
+  its bound of requests in flight (queued or predicting), so overload sheds instead of queueing;
+* answers ``503`` + ``Connection: close`` to new requests (and ``/health``) once draining, so a
+  load balancer moves on while the requests in flight finish;
+* answers ``415`` to a body that is not JSON, before FastAPI turns it into a puzzling 422;
+* answers ``504`` to a request without a response after ``deadline_s`` (a request lost with its
+  worker), and records every prediction request's status and latency.
+
+The shared counters in :class:`AdmissionState` must be created in the main process before
+LitServe forks its API servers: Starlette builds middlewares lazily in each forked process, so
+counters made in ``__init__`` would be per process and the bound would multiply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing as mp
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from serve.metrics import RequestMetrics
+
+HEALTH_PATH = "/health"
+
+
+@dataclass
+class AdmissionState:
+    """Counters shared by every API server process.
+
+    Args:
+        limits: per prediction path, e.g. ``"/predict/churn"``, the most requests in flight.
+    """
+
+    limits: dict[str, int]
+    in_flight: dict[str, Any] = field(init=False)
+    draining: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.in_flight = {path: mp.Value("i", 0) for path in self.limits}
+        self.draining = mp.Value("b", 0)
+
+    def total_in_flight(self) -> int:
+        return sum(value.value for value in self.in_flight.values())
+
+    def start_draining(self) -> None:
+        self.draining.value = 1
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "" or media == "application/json" or (media.startswith("application/")
+                                                         and media.endswith("+json"))
+
+
+async def _answer(send: Send, status: int, detail: str,
+                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class Admission:
+    """ASGI middleware guarding the paths of ``state.limits`` (see the module docstring).
+
+    Args:
+        app: the wrapped application.
+        state: shared counters, built in the main process.
+        deadline_s: longest a prediction request may take before it is answered 504; set it
+            past LitServe's queue timeout plus the slowest batch, so it only fires for lost requests.
+        retry_after_s: ``Retry-After`` of an overload 503.
+        metrics: where requests are recorded (built in this process if ``None``).
+    """
+
+    def __init__(self, app: ASGIApp, state: AdmissionState, deadline_s: float, retry_after_s: int = 1,
+                 metrics: RequestMetrics | None = None) -> None:
+        self.app = app
+        self.state = state
+        self.deadline_s = deadline_s
+        self.retry_after = str(retry_after_s).encode()
+        self.metrics = metrics or RequestMetrics()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == HEALTH_PATH and self.state.draining.value:
+            await _answer(send, 503, "shutting down", ((b"connection", b"close"),))
+            return
+        if path not in self.state.limits or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        task = path.rsplit("/", 1)[-1]
+        started = time.perf_counter()
+        status = await self._admit(scope, receive, send, path, task)
+        self.metrics.answered(task, status, time.perf_counter() - started)
+
+    async def _admit(self, scope: Scope, receive: Receive, send: Send, path: str, task: str) -> int:
+        if self.state.draining.value:
+            self.metrics.rejected(task, "draining")
+            await _answer(send, 503, "shutting down", ((b"connection", b"close"),))
+            return 503
+        content_type = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1")
+        if not _is_json(content_type):
+            await _answer(send, 415, f"Content-Type must be application/json, got {content_type!r}")
+            return 415
+        limit, in_flight = self.state.limits[path], self.state.in_flight[path]
+        with in_flight.get_lock():
+            admitted = in_flight.value < limit
+            if admitted:
+                in_flight.value += 1
+        if not admitted:
+            self.metrics.rejected(task, "overloaded")
+            await _answer(send, 503, f"overloaded: {limit} {task} requests in flight; retry later",
+                          ((b"retry-after", self.retry_after),))
+            return 503
+        try:
+            return await self._run_with_deadline(scope, receive, send, task)
+        finally:
+            with in_flight.get_lock():
+                in_flight.value -= 1
+
+    async def _run_with_deadline(self, scope: Scope, receive: Receive, send: Send, task: str) -> int:
+        status: int | None = None
+
+        async def recording_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                await self.app(scope, receive, recording_send)
+        except TimeoutError:
+            if status is not None:  # the response had started: nothing clean left to send
+                raise
+            self.metrics.rejected(task, "deadline")
+            await _answer(send, 504, f"no answer within {self.deadline_s:g} s")
+            return 504
+        return 500 if status is None else status

@@ -1,0 +1,138 @@
+"""Assemble the LitServer: one API per task bundle, admission control, metrics, error shape.
+
+Process layout (``python -m serve`` on CPU, defaults): the main process (socket, worker
+monitor, SIGTERM drain), LitServe's Manager process (the request queues), one spawned inference
+worker per task with ``cores / workers`` torch threads, and one forked uvicorn API server that
+validates bodies, applies :class:`serve.admission.Admission` and answers HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import litserve as ls
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from starlette.middleware.gzip import GZipMiddleware
+
+from serve.admission import Admission, AdmissionState
+from serve.apis import API_CLASSES, WorkerSettings
+from serve.bundles import TaskBundle
+from serve.config import ServeConfig
+from serve.errors import ERROR_RESPONSES, validation_error_handler
+from serve.metrics import LiveGauges, metrics_route
+
+METRICS_PATH = "/metrics"
+
+
+@dataclass
+class BuiltServer:
+    """A configured, not yet running server and the shared state its SIGTERM drain needs."""
+
+    server: ls.LitServer
+    admission: AdmissionState
+    config: ServeConfig
+    accelerator: str
+
+    def run(self) -> None:
+        """Serve until shut down (blocks)."""
+        self.server.run(host=self.config.host, port=self.config.port, num_api_servers=self.config.api_servers,
+                        generate_client_file=False, log_level=self.config.log_level, access_log=False)
+
+    def install_sigterm_drain(self) -> None:
+        """On SIGTERM: refuse new requests (503), let those in flight finish, then stop; exit 0.
+
+        Without a handler the main process dies at once and leaves LitServe's workers, Manager and
+        API servers running as orphans.
+        """
+        main_pid = os.getpid()
+        draining = threading.Event()
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            if os.getpid() != main_pid:  # a forked child (the Manager) inherited this handler
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            if not draining.is_set():
+                draining.set()
+                # A Manager proxy belongs to one thread, and the main thread is blocked in
+                # _shutdown_event.wait() on it: set the event from a thread of its own.
+                threading.Thread(target=self.drain_and_stop, name="relserve-drain", daemon=True).start()
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+    def drain_and_stop(self) -> None:
+        self.admission.start_draining()
+        deadline = time.monotonic() + self.config.drain_timeout_s
+        while self.admission.total_in_flight() > 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        while self.server._shutdown_event is None:  # SIGTERM before run() made the event
+            time.sleep(0.05)
+        self.server._shutdown_event.set()  # LitServe's own graceful shutdown (private, pinned <0.3)
+
+
+def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: str) -> BuiltServer:
+    """A LitServer serving ``bundles`` as configured.
+
+    Args:
+        config: server settings.
+        bundles: checked task bundles (see :func:`serve.bundles.find_bundles`).
+        accelerator: ``"cpu"`` or ``"cuda"`` (resolved, never ``"auto"``: LitServe's own
+            detection only finds CUDA if torch happens to be imported already).
+    """
+    threads = config.threads_per_worker(len(bundles))
+    apis = [API_CLASSES[b.task](WorkerSettings(
+        bundle_dir=str(b.bundle_dir), snapshot_dir=str(b.snapshot_dir), compile=config.compile,
+        cuda_graphs=config.cuda_graphs, max_batch_size=config.max_batch_size,
+        batch_timeout_s=config.batch_timeout_s, threads=threads)) for b in bundles]
+    admission = AdmissionState({api.api_path: config.max_queue for api in apis})
+    server = ls.LitServer(
+        apis, accelerator=accelerator, devices=1 if accelerator == "cuda" else "auto",
+        workers_per_device=config.workers_per_task, timeout=config.request_timeout_s,
+        max_payload_size=config.max_payload_bytes, restart_workers=True,
+        middlewares=[(Admission, {"state": admission, "deadline_s": config.request_deadline_s,
+                                  "retry_after_s": config.retry_after_s})],
+    )
+    app = server.app
+    # Compressing ~100-byte JSON answers costs CPU and saves nothing.
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not GZipMiddleware]
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
+    _document_errors(app, {api.api_path for api in apis})
+    app.add_api_route(METRICS_PATH, metrics_route(_live_gauges(server, admission)), methods=["GET"],
+                      include_in_schema=False)
+    return BuiltServer(server, admission, config, accelerator)
+
+
+def _live_gauges(server: ls.LitServer, admission: AdmissionState) -> LiveGauges:
+    def in_flight(path: str) -> Any:
+        return lambda: admission.in_flight[path].value
+
+    def queued(path: str) -> Any:
+        # The queues exist once run() starts; the API servers are forked after that.
+        return lambda: server.litapi_request_queues[path].qsize()
+
+    tasks = {path.rsplit("/", 1)[-1]: path for path in admission.limits}
+    return LiveGauges({
+        "relserve_inflight_requests": ("Admitted requests not yet answered (queued or predicting).",
+                                       {task: in_flight(path) for task, path in tasks.items()}),
+        "relserve_queue_depth": ("Requests waiting in the task's queue for a worker.",
+                                 {task: queued(path) for task, path in tasks.items()}),
+    })
+
+
+def _document_errors(app: Any, paths: set[str]) -> None:
+    """Re-register the prediction routes with their error answers in OpenAPI.
+
+    LitServe adds its routes without ``responses=`` and FastAPI resolves those when a route is
+    built, so the documented answers need a fresh route with the same endpoint and dependencies.
+    """
+    for route in list(app.router.routes):
+        if isinstance(route, APIRoute) and route.path in paths:
+            app.router.routes.remove(route)
+            app.add_api_route(route.path, route.endpoint, methods=["POST"], dependencies=route.dependencies,
+                              responses=ERROR_RESPONSES, summary=f"Predict {route.path.rsplit('/', 1)[-1]}")

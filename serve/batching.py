@@ -1,0 +1,64 @@
+"""A batched loop whose idle worker sleeps instead of polling the request queue.
+
+LitServe's ``collate_requests`` polls the Manager queue: with ``batch_timeout == 0`` it spins
+on ``get_nowait()`` (most of a core per idle API), with ``batch_timeout > 0`` it calls
+``get(timeout=0.001)`` about a thousand times a second. Three batched APIs on two cores cannot
+afford either. Here the worker blocks in one ``get`` until a request arrives, then hands that
+request plus the live queue to LitServe's own ``collate_requests``, so the batch window starts at
+the first arrival and LitServe's START messages and queue-timeout (504) handling are unchanged.
+With ``batch_timeout == 0`` a batch is whatever queued up while the previous batch ran.
+
+It also drops LitServe's per-request START message (sent with ``restart_workers=True``): it
+only tells the main process's worker monitor which worker holds a request, and that monitor
+looks for requests in a response buffer that lives in the API servers, so it never finds one.
+Each START is one more round trip through the Manager process per request; requests lost with
+a dead worker are answered by :class:`serve.admission.Admission`'s deadline instead.
+
+Depends on ``litserve.loops.base.collate_requests`` and ``BatchedLoop.get_batch_requests``
+(litserve ``<0.3``, pinned in pyproject.toml; tests/unit/test_serve_batching.py covers it).
+"""
+
+from __future__ import annotations
+
+from queue import Empty, Queue
+from typing import Any
+
+from litserve.loops.base import collate_requests
+from litserve.loops.simple_loops import BatchedLoop
+from litserve.utils import LitAPIStatus
+
+
+class _FirstThenQueue:
+    """A view of ``queue`` that yields one already-taken item first."""
+
+    def __init__(self, first: Any, queue: Queue) -> None:
+        self._first = [first]
+        self._queue = queue
+
+    def get_nowait(self) -> Any:
+        return self._first.pop() if self._first else self._queue.get_nowait()
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        return self._first.pop() if self._first else self._queue.get(block, timeout)
+
+
+class BlockingBatchedLoop(BatchedLoop):
+    """``BatchedLoop`` that waits for the first request in a blocking ``get``.
+
+    Use as ``LitAPI(max_batch_size=N, batch_timeout=T, loop=BlockingBatchedLoop())``.
+    """
+
+    # An idle worker wakes up this often, so the loop stays responsive to process shutdown.
+    idle_wakeup_s: float = 1.0
+
+    def get_batch_requests(self, lit_api: Any, request_queue: Queue, transport: Any) -> tuple[list, list]:
+        try:
+            first = request_queue.get(timeout=self.idle_wakeup_s)
+        except Empty:
+            return [], []
+        return collate_requests(self, lit_api, _FirstThenQueue(first, request_queue), transport)
+
+    def put_response(self, transport: Any, response_queue_id: int, uid: str, response_data: Any,
+                     status: LitAPIStatus, response_type: Any) -> None:
+        if status != LitAPIStatus.START:
+            super().put_response(transport, response_queue_id, uid, response_data, status, response_type)

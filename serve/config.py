@@ -1,0 +1,164 @@
+"""Server configuration: one dataclass, filled from the command line of ``python -m serve``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+TASKS = ("churn", "sales", "purchase")
+HOSTS = ("127.0.0.1", "0.0.0.0", "::")
+COMPILE_STRATEGIES = ("none", "dynamic", "buckets")
+PROG = "python -m serve"
+
+
+def available_cores() -> int:
+    """Cores this process may run on (the affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class ServeConfig:
+    """Everything ``python -m serve`` needs to start.
+
+    Args:
+        artifacts: directory of task bundles (``<task>/``) and the graph snapshot (``snapshot/``).
+        host: interface to bind (LitServe accepts only the three of :data:`HOSTS`).
+        port: TCP port, 1024..65535.
+        tasks: tasks to serve; ``None``: every task with a bundle in ``artifacts``.
+        max_batch_size: most requests per inference batch (1 disables batching).
+        batch_timeout_s: how long a batch waits to fill after its first request (0: greedy).
+        compile: ``none`` (eager), ``dynamic`` or ``buckets`` (static shapes).
+        cuda_graphs: ``mode="reduce-overhead"`` over the static buckets; needs CUDA.
+        accelerator: ``cpu``, ``cuda`` or ``auto`` (CUDA when available).
+        workers_per_task: inference worker processes per task.
+        api_servers: uvicorn processes answering HTTP.
+        threads: torch threads per worker; ``None``: the cores shared out among all workers.
+        max_queue: per task, most requests in flight (queued + predicting) before 503. With a
+            few ms per batch of 32, 128 in flight is well under a second of queueing.
+        request_timeout_s: longest a request may wait in the queue before 504.
+        deadline_s: longest a request may take in all before 504; ``None``: the request timeout
+            plus 5 s, so it only fires for requests lost with a dead worker.
+        max_payload_bytes: largest request body (413 beyond).
+        retry_after_s: ``Retry-After`` of an overload 503.
+        drain_timeout_s: on SIGTERM, how long to wait for requests in flight before stopping.
+        log_level: uvicorn / LitServe log level.
+    """
+
+    artifacts: Path
+    host: str = "127.0.0.1"
+    port: int = 8000
+    tasks: tuple[str, ...] | None = None
+    max_batch_size: int = 32
+    batch_timeout_s: float = 0.0
+    compile: str = "buckets"
+    cuda_graphs: bool = False
+    accelerator: str = "auto"
+    workers_per_task: int = 1
+    api_servers: int = 1
+    threads: int | None = None
+    max_queue: int = 128
+    request_timeout_s: float = 10.0
+    deadline_s: float | None = None
+    max_payload_bytes: int = 16_384
+    retry_after_s: int = 1
+    drain_timeout_s: float = 25.0
+    log_level: str = "warning"
+
+    def __post_init__(self) -> None:
+        self.artifacts = Path(self.artifacts)
+        checks = [
+            (self.host in HOSTS, f"--host must be one of {', '.join(HOSTS)}, got {self.host!r}"),
+            (1024 <= self.port <= 65535, f"--port must be in 1024..65535, got {self.port}"),
+            (self.tasks is None or (bool(self.tasks) and set(self.tasks) <= set(TASKS)),
+             f"--tasks must name some of {', '.join(TASKS)}, got {self.tasks}"),
+            (self.max_batch_size >= 1, "--max-batch-size must be at least 1"),
+            (self.batch_timeout_s >= 0, "--batch-timeout must not be negative"),
+            (self.compile in COMPILE_STRATEGIES, f"--compile must be one of {', '.join(COMPILE_STRATEGIES)}"),
+            (not self.cuda_graphs or self.compile == "buckets", "--cuda-graphs needs --compile buckets"),
+            (self.accelerator in ("auto", "cpu", "cuda"), "--accelerator must be auto, cpu or cuda"),
+            (not (self.cuda_graphs and self.accelerator == "cpu"), "--cuda-graphs needs --accelerator cuda"),
+            (self.workers_per_task >= 1 and self.api_servers >= 1,
+             "--workers-per-task and --api-servers must be at least 1"),
+            (self.threads is None or self.threads >= 1, "--threads must be at least 1"),
+            (self.max_queue >= 1, "--max-queue must be at least 1"),
+            (self.request_timeout_s > 0, "--request-timeout must be positive"),
+            (self.batch_timeout_s < self.request_timeout_s,
+             "--batch-timeout must be below --request-timeout"),
+            (self.deadline_s is None or self.deadline_s > self.request_timeout_s,
+             "--deadline must exceed --request-timeout"),
+            (self.max_payload_bytes >= 256, "--max-payload-bytes must be at least 256"),
+            (self.retry_after_s >= 0 and self.drain_timeout_s >= 0,
+             "--retry-after and --drain-timeout must not be negative"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    @property
+    def request_deadline_s(self) -> float:
+        return self.deadline_s or self.request_timeout_s + 5.0
+
+    def threads_per_worker(self, num_tasks: int) -> int:
+        """Torch threads per worker so that all workers together fit the cores."""
+        return self.threads or max(1, available_cores() // (num_tasks * self.workers_per_task))
+
+
+class _OneLineErrors(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _task_list(value: str) -> tuple[str, ...]:
+    tasks = tuple(t.strip() for t in value.split(",") if t.strip())
+    unknown = sorted(set(tasks) - set(TASKS))
+    if not tasks or unknown:
+        raise argparse.ArgumentTypeError(f"unknown task(s) {unknown or value!r}; use {','.join(TASKS)}")
+    return tasks
+
+
+def parse_args(argv: list[str] | None = None) -> ServeConfig:
+    """Build a :class:`ServeConfig` from ``argv``; exits 2 with one line on a bad argument."""
+    d = ServeConfig(artifacts=Path("."))
+    p = _OneLineErrors(prog=PROG, description="Serve churn, sales and purchase predictions over HTTP.")
+    p.add_argument("--artifacts", type=Path, required=True, help="bundles from python -m training.fit")
+    p.add_argument("--host", default=d.host, choices=HOSTS)
+    p.add_argument("--port", type=int, default=d.port)
+    p.add_argument("--tasks", type=_task_list, default=None, help="comma-separated (default: all found)")
+    p.add_argument("--max-batch-size", type=int, default=d.max_batch_size)
+    p.add_argument("--batch-timeout", type=float, default=d.batch_timeout_s, metavar="S")
+    p.add_argument("--compile", default=d.compile, choices=COMPILE_STRATEGIES)
+    p.add_argument("--cuda-graphs", action="store_true", help="CUDA Graphs over static buckets (CUDA only)")
+    p.add_argument("--accelerator", default=d.accelerator, choices=("auto", "cpu", "cuda"))
+    p.add_argument("--workers-per-task", type=int, default=d.workers_per_task)
+    p.add_argument("--api-servers", type=int, default=d.api_servers)
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads per worker (default: cores / workers)")
+    p.add_argument("--max-queue", type=int, default=d.max_queue,
+                   help="per task, requests in flight before 503")
+    p.add_argument("--request-timeout", type=float, default=d.request_timeout_s, metavar="S")
+    p.add_argument("--deadline", type=float, default=None, metavar="S",
+                   help="per request (default: request timeout + 5)")
+    p.add_argument("--max-payload-bytes", type=int, default=d.max_payload_bytes)
+    p.add_argument("--retry-after", type=int, default=d.retry_after_s, metavar="S")
+    p.add_argument("--drain-timeout", type=float, default=d.drain_timeout_s, metavar="S")
+    p.add_argument("--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
+    a = p.parse_args(argv)
+    if not a.artifacts.is_dir():  # before anything imports torch: a typo should fail at once
+        p.error(f"--artifacts {a.artifacts} is not a directory (write one with python -m training.fit)")
+    try:
+        return ServeConfig(
+            artifacts=a.artifacts, host=a.host, port=a.port, tasks=a.tasks, max_batch_size=a.max_batch_size,
+            batch_timeout_s=a.batch_timeout, compile=a.compile, cuda_graphs=a.cuda_graphs,
+            accelerator=a.accelerator, workers_per_task=a.workers_per_task, api_servers=a.api_servers,
+            threads=a.threads, max_queue=a.max_queue, request_timeout_s=a.request_timeout,
+            deadline_s=a.deadline, max_payload_bytes=a.max_payload_bytes, retry_after_s=a.retry_after,
+            drain_timeout_s=a.drain_timeout, log_level=a.log_level,
+        )
+    except ValueError as e:
+        p.error(str(e))
+        raise  # unreachable: error() exits

@@ -1,0 +1,78 @@
+"""Request and response bodies of the prediction endpoints.
+
+The request models are the annotations of each API's ``decode_request``, so FastAPI validates
+a body in the API server process and answers 422 before the request is queued: a malformed
+request never reaches, and so never fails, a batch.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.schema import ARTICLE_ID_LEN, CUSTOMER_ID_LEN
+
+MAX_K = 100
+DEFAULT_K = 12
+
+CUSTOMER_ID_PATTERN = f"^[0-9a-f]{{{CUSTOMER_ID_LEN}}}$"
+ARTICLE_ID_PATTERN = f"^[0-9]{{{ARTICLE_ID_LEN}}}$"
+
+_CUSTOMER_ID = Field(pattern=CUSTOMER_ID_PATTERN, description=f"{CUSTOMER_ID_LEN} lowercase hex characters.",
+                     examples=["00000dbacae5abe5e23885899a1fa44253a17956c6d1c3d25f88aa139fdfc657"])
+_ARTICLE_ID = Field(pattern=ARTICLE_ID_PATTERN, description=f"{ARTICLE_ID_LEN} digits, leading zero kept.",
+                    examples=["0108775015"])
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CustomerRequest(_Strict):
+    """Body of ``POST /predict/churn``."""
+
+    customer_id: str = _CUSTOMER_ID
+
+
+class ArticleRequest(_Strict):
+    """Body of ``POST /predict/sales``."""
+
+    article_id: str = _ARTICLE_ID
+
+
+class PurchaseRequest(_Strict):
+    """Body of ``POST /predict/purchase``: the ``k`` articles the customer most likely buys next."""
+
+    customer_id: str = _CUSTOMER_ID
+    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K, strict=True)
+
+
+class ChurnResponse(BaseModel):
+    """Probability that an active customer buys nothing in the 7 days after the snapshot."""
+
+    customer_id: str
+    churn_probability: float = Field(ge=0.0, le=1.0)
+
+
+class SalesResponse(BaseModel):
+    """Predicted sum of prices of an article's sales in the 7 days after the snapshot."""
+
+    article_id: str
+    sales_7d: float = Field(ge=0.0)
+
+
+class ScoredArticle(BaseModel):
+    article_id: str
+    score: float
+
+
+class PurchaseResponse(BaseModel):
+    """Top-k articles, highest score first."""
+
+    customer_id: str
+    articles: list[ScoredArticle]
+
+
+class ErrorBody(BaseModel):
+    """Every error answer (404, 413, 415, 422, 503, 504) has this one shape."""
+
+    detail: str

@@ -1,0 +1,98 @@
+"""Start-up refusals, worker restart and SIGTERM drain of a real server process.
+
+Uses its own small server (churn only, eager, a 1 s batch window so a request stays in flight
+long enough to be caught by SIGTERM); the restart test runs before the drain test, which ends it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from models.bundle import WEIGHTS_FILE
+from models.schema import CUSTOMER
+from serve.process import ServerProcess, http_status
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def small_server(artifacts: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = ServerProcess(artifacts, "--tasks", "churn", "--compile", "none", "--batch-timeout", "1.0",
+                            "--max-batch-size", "4", "--drain-timeout", "20",
+                            log_path=tmp_path_factory.mktemp("lifecycle") / "serve.log")
+    process.start()
+    try:
+        process.wait_ready(timeout=300)
+        yield process
+    finally:
+        process.stop()
+
+
+def churn(server: ServerProcess, customer_id: str) -> requests.Response:
+    return requests.post(server.url + "/predict/churn", json={"customer_id": customer_id}, timeout=30)
+
+
+def test_a_corrupt_bundle_is_refused_in_one_line(artifacts, tmp_path):
+    broken = tmp_path / "artifacts"
+    broken.mkdir()
+    (broken / "snapshot").symlink_to(artifacts / "snapshot")
+    shutil.copytree(artifacts / "churn", broken / "churn")
+    (broken / "churn" / WEIGHTS_FILE).write_bytes(b"\x80\x04 not safetensors")
+    result = subprocess.run([sys.executable, "-m", "serve", "--artifacts", str(broken)], capture_output=True,
+                            text=True, timeout=120, cwd=REPO)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "cannot serve churn" in result.stderr
+    assert WEIGHTS_FILE in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_killed_worker_is_restarted_and_serves_again(small_server, snapshot):
+    customer_id = snapshot.ids[CUSTOMER][0].decode()
+    assert churn(small_server, customer_id).status_code == 200
+    workers = [pid for pid in small_server.group_pids()
+               if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(workers) == 1
+    os.kill(workers[0], signal.SIGKILL)
+    seen, deadline = [], time.monotonic() + 120
+    while time.monotonic() < deadline and seen[-2:] != [503, 200]:
+        status = http_status(small_server.url + "/health")
+        if not seen or seen[-1] != status:
+            seen.append(status)
+        time.sleep(0.05)
+    assert seen[-2:] == [503, 200], f"/health went {seen}"
+    assert churn(small_server, customer_id).status_code == 200
+
+
+def test_sigterm_drains_in_flight_requests_and_exits_0(small_server, snapshot):
+    customer_id = snapshot.ids[CUSTOMER][1].decode()
+    before = small_server.group_pids()
+    answers: dict[str, int] = {}
+
+    def first() -> None:
+        answers["first"] = churn(small_server, customer_id).status_code
+
+    in_flight = threading.Thread(target=first)
+    in_flight.start()
+    time.sleep(0.3)  # inside the 1 s batch window: admitted, not answered
+    small_server.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    late = churn(small_server, customer_id)
+    assert late.status_code == 503 and late.json()["detail"] == "shutting down"
+    assert http_status(small_server.url + "/health") in (503, None)
+    in_flight.join(30)
+    assert answers == {"first": 200}
+    assert small_server.proc.wait(60) == 0
+    time.sleep(0.5)
+    assert len(before) >= 4 and small_server.group_pids() == []

@@ -1,0 +1,124 @@
+"""serve.admission.Admission driven as a plain ASGI app: bound, drain, content type, deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from serve.admission import Admission, AdmissionState
+from serve.metrics import RequestMetrics
+
+PATH = "/predict/churn"
+
+
+class SlowApp:
+    """Answers 200 after ``delay_s``, or never (``None``); counts calls."""
+
+    def __init__(self, delay_s: float | None = 0.0) -> None:
+        self.delay_s = delay_s
+        self.calls = 0
+
+    async def __call__(self, scope, receive, send) -> None:
+        self.calls += 1
+        if self.delay_s is None:
+            await asyncio.Event().wait()
+        await asyncio.sleep(self.delay_s)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+
+async def call(app, path: str = PATH, method: str = "POST", content_type: bytes = b"application/json"):
+    scope = {"type": "http", "path": path, "method": method, "headers": [(b"content-type", content_type)]}
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    await app(scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    headers = {k.decode(): v.decode() for k, v in start["headers"]}
+    return start["status"], headers, json.loads(body) if body else None
+
+
+def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    return registry.get_sample_value(name, labels) or 0.0
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+def make(inner, registry, limit: int = 2, deadline_s: float = 5.0) -> tuple[Admission, AdmissionState]:
+    state = AdmissionState({PATH: limit})
+    return Admission(inner, state, deadline_s=deadline_s, retry_after_s=3,
+                     metrics=RequestMetrics(registry)), state
+
+
+def test_over_the_bound_answers_503_with_retry_after_at_once(registry):
+    inner = SlowApp(0.2)
+    admission, state = make(inner, registry, limit=2)
+
+    async def burst():
+        return await asyncio.gather(*(call(admission) for _ in range(5)))
+
+    results = asyncio.run(burst())
+    statuses = sorted(status for status, _, _ in results)
+    assert statuses == [200, 200, 503, 503, 503]
+    rejected = [(h, b) for s, h, b in results if s == 503]
+    assert all(h["retry-after"] == "3" and "overloaded" in b["detail"] for h, b in rejected)
+    assert inner.calls == 2
+    assert state.total_in_flight() == 0
+    assert sample(registry, "relserve_rejected_total", task="churn", reason="overloaded") == 3
+    assert sample(registry, "relserve_requests_total", task="churn", status="200") == 2
+    assert sample(registry, "relserve_request_duration_seconds_count", task="churn", status="503") == 3
+
+
+def test_draining_refuses_predictions_and_health_but_not_other_routes(registry):
+    inner = SlowApp()
+    admission, state = make(inner, registry)
+    state.start_draining()
+    status, headers, body = asyncio.run(call(admission))
+    assert (status, headers["connection"], body["detail"]) == (503, "close", "shutting down")
+    assert asyncio.run(call(admission, "/health", "GET"))[0] == 503
+    assert asyncio.run(call(admission, "/metrics", "GET"))[0] == 200
+    assert inner.calls == 1
+    assert sample(registry, "relserve_rejected_total", task="churn", reason="draining") == 1
+
+
+@pytest.mark.parametrize("content_type", [b"application/json", b"application/json; charset=utf-8",
+                                          b"application/vnd.api+json", b""])
+def test_json_content_types_are_admitted(registry, content_type):
+    admission, _ = make(SlowApp(), registry)
+    assert asyncio.run(call(admission, content_type=content_type))[0] == 200
+
+
+def test_other_content_types_get_415_naming_the_type(registry):
+    inner = SlowApp()
+    admission, state = make(inner, registry)
+    status, _, body = asyncio.run(call(admission, content_type=b"text/plain"))
+    assert status == 415 and "text/plain" in body["detail"] and "application/json" in body["detail"]
+    assert inner.calls == 0 and state.total_in_flight() == 0
+
+
+def test_a_request_without_answer_gets_504_at_the_deadline_and_frees_its_slot(registry):
+    admission, state = make(SlowApp(None), registry, limit=1, deadline_s=0.1)
+    status, _, body = asyncio.run(call(admission))
+    assert status == 504 and "0.1 s" in body["detail"]
+    assert state.total_in_flight() == 0
+    assert sample(registry, "relserve_rejected_total", task="churn", reason="deadline") == 1
+
+
+def test_unguarded_paths_and_methods_pass_through(registry):
+    inner = SlowApp()
+    admission, _ = make(inner, registry, limit=0)
+    assert asyncio.run(call(admission, "/predict/other"))[0] == 200
+    assert asyncio.run(call(admission, PATH, "GET"))[0] == 200
+    assert inner.calls == 2 and sample(registry, "relserve_requests_total", task="churn", status="200") == 0
