@@ -1,4 +1,4 @@
-"""Task heads on seed embeddings: churn (binary), sales (non-negative regression), purchase (two-tower).
+"""Task heads on seed embeddings: churn (binary), sales (regression, served >= 0), purchase (two-tower).
 
 Every head maps ``(S, hidden)`` seed embeddings to its output and owns its training loss, which
 takes a ``(S,)`` float weight so padded seed rows (weight 0) never count.
@@ -53,7 +53,12 @@ class ChurnHead(nn.Module):
 
 
 class SalesHead(nn.Module):
-    """Non-negative 7-day sales of an article (softplus output, trained with L1 to match MAE).
+    """7-day sales of an article: a linear output in units of ``scale``, served clamped at zero.
+
+    Trained with L1 (the MAE) against ``target / scale``. The output is deliberately not squashed
+    by a softplus: most articles sell nothing in a given week, L1 drives their outputs to zero, and
+    a softplus driven there stops passing gradient, so the head collapses to predicting zero for
+    every article. A linear output keeps L1's constant-size gradient on both sides of zero.
 
     Args:
         hidden: embedding width.
@@ -65,19 +70,20 @@ class SalesHead(nn.Module):
     def __init__(self, hidden: int, head_hidden: int) -> None:
         super().__init__()
         self.mlp = _mlp(hidden, head_hidden, 1)
+        # Typical weekly sales of a selling article; set from the training targets, saved with the weights.
+        self.register_buffer("scale", torch.ones(()))
 
     def forward(self, emb: Tensor, seed_type: str) -> Tensor:
-        """``(S, hidden)`` -> ``(S,)`` predicted sales, ``>= 0``."""
-        return F.softplus(self.mlp(emb).squeeze(-1))
+        """``(S, hidden)`` -> ``(S,)`` sales in units of ``scale`` (unclamped)."""
+        return self.mlp(emb).squeeze(-1)
 
-    @staticmethod
-    def predict(sales: Tensor) -> Tensor:
-        return sales
+    def predict(self, output: Tensor) -> Tensor:
+        """``(S,)`` predicted sales, ``>= 0``."""
+        return output.clamp(min=0.0) * self.scale
 
-    @staticmethod
-    def loss(sales: Tensor, target: Tensor, weight: Tensor) -> Tensor:
-        """Weighted L1 to the ``(S,)`` target."""
-        return _weighted_mean((sales - target).abs(), weight)
+    def loss(self, output: Tensor, target: Tensor, weight: Tensor) -> Tensor:
+        """Weighted L1 to the ``(S,)`` target, in units of ``scale``."""
+        return _weighted_mean((output - target / self.scale).abs(), weight)
 
 
 class PurchaseHead(nn.Module):
@@ -117,7 +123,7 @@ class PurchaseHead(nn.Module):
         return torch.topk(query @ keys.T, min(k, keys.shape[0]), dim=-1)
 
     @staticmethod
-    def loss(query: Tensor, positive_keys: Tensor, weight: Tensor) -> Tensor:
+    def loss(query: Tensor, positive_keys: Tensor, weight: Tensor, log_q: Tensor | None = None) -> Tensor:
         """In-batch sampled softmax: row ``i``'s positive is key ``i``, every other key a negative.
 
         Args:
@@ -125,13 +131,21 @@ class PurchaseHead(nn.Module):
             positive_keys: ``(S', D+1)`` key of an article each customer bought, row ``i`` for query
                 ``i``; rows past ``min(S, S')`` are padding.
             weight: ``(S,)``; padded pairs have weight 0 and are masked out as negatives too.
+            log_q: ``(S',)`` log of how often each positive occurs among the batches' positives (its
+                probability of being drawn as a negative), or ``None``. Subtracted from its column,
+                the logQ correction of sampled softmax: without it a popular article, often someone
+                else's positive, is pushed down as a negative as often as it is pulled up, and the
+                keys' bias never learns popularity.
         """
         rows = min(query.shape[0], positive_keys.shape[0])  # both towers may pad to different buckets
         query, positive_keys, weight = query[:rows], positive_keys[:rows], weight[:rows]
         target = torch.arange(rows, device=query.device)
         # Padded keys are no negatives; the diagonal stays so every row keeps a finite logit.
         padded_key = (weight.unsqueeze(0) == 0) & (target.unsqueeze(0) != target.unsqueeze(1))
-        logits = (query @ positive_keys.T).masked_fill(padded_key, float("-inf"))
+        logits = query @ positive_keys.T
+        if log_q is not None:
+            logits = logits - log_q[:rows].unsqueeze(0)
+        logits = logits.masked_fill(padded_key, float("-inf"))
         return _weighted_mean(F.cross_entropy(logits, target, reduction="none"), weight)
 
 

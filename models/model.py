@@ -46,9 +46,12 @@ class TaskModel(nn.Module):
                        inputs.seed_type, inputs.seed_rows)
         return self.head(emb, inputs.seed_type)
 
-    def loss(self, output: Tensor, target: Tensor, weight: Tensor) -> Tensor:
-        """The head's weighted training loss (see the head classes)."""
-        return self.head.loss(output, target, weight)
+    def loss(self, output: Tensor, target: Tensor, weight: Tensor, log_q: Tensor | None = None) -> Tensor:
+        """The head's weighted training loss (see the head classes); ``log_q`` is purchase's
+        sampling correction (see :meth:`models.heads.PurchaseHead.loss`)."""
+        if log_q is None:
+            return self.head.loss(output, target, weight)
+        return self.head.loss(output, target, weight, log_q)
 
     def predict(self, output: Tensor) -> Tensor:
         """Served value from ``forward``'s output (probability, sales, or the raw query/key)."""

@@ -23,11 +23,12 @@ def tensor_lr_adam(parameters: Iterable[Tensor], lr: float, weight_decay: float 
     return torch.optim.Adam(parameters, lr=lr_tensor, weight_decay=weight_decay, fused=True)
 
 
-def _step_loss(model: TaskModel, inputs: ModelInputs, target: Tensor | ModelInputs, weight: Tensor) -> Tensor:
+def _step_loss(model: TaskModel, inputs: ModelInputs, target: Tensor | ModelInputs, weight: Tensor,
+               log_q: Tensor | None = None) -> Tensor:
     out = model(inputs)
     if isinstance(target, ModelInputs):  # purchase: the positive articles' keys are the target
         target = model(target)
-    return model.loss(out, target, weight)
+    return model.loss(out, target, weight, log_q)
 
 
 class TrainStep(Runner):
@@ -50,15 +51,19 @@ class TrainStep(Runner):
         self.optimizer = optimizer
         self.device = next(model.parameters()).device
 
-        def loss_fn(inputs: ModelInputs, target: Tensor | ModelInputs, weight: Tensor) -> Tensor:
-            return _step_loss(model, inputs, target, weight)
+        def loss_fn(inputs: ModelInputs, target: Tensor | ModelInputs, weight: Tensor,
+                    log_q: Tensor | None) -> Tensor:
+            return _step_loss(model, inputs, target, weight, log_q)
 
         self.loss_fn = compile_function(loss_fn, config, self.device, self.num_graphs)
 
-    def __call__(self, inputs: ModelInputs, target: Tensor | ModelInputs) -> Tensor:
+    def __call__(self, inputs: ModelInputs, target: Tensor | ModelInputs,
+                 log_q: Tensor | None = None) -> Tensor:
         """Args:
             inputs: the batch.
             target: ``(B,)`` labels, or for purchase the inputs of each seed's positive article.
+            log_q: purchase only, optional: ``(B,)`` log frequency of each positive among the
+                positives (the sampling correction of :meth:`models.heads.PurchaseHead.loss`).
 
         Returns:
             The detached 0-dim loss on the model's device.
@@ -69,12 +74,14 @@ class TrainStep(Runner):
         weight = torch.ones(inputs.num_seeds, device=self.device)
         if isinstance(target, ModelInputs):
             target = self._prepare(target.to(self.device))[0]
+            if log_q is not None:
+                log_q = pad_rows(log_q.to(self.device), target.seed_rows)
         else:
             target = target.to(self.device)
         if rows != inputs.num_seeds:
             weight = pad_rows(weight, rows)
             target = target if isinstance(target, ModelInputs) else pad_rows(target, rows)
-        loss = self.loss_fn(padded, target, weight)
+        loss = self.loss_fn(padded, target, weight, log_q)
         loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)

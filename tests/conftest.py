@@ -40,3 +40,16 @@ def small_csv_dir(tmp_path_factory: pytest.TempPathFactory, small_synth_config: 
     out = tmp_path_factory.mktemp("small_csv")
     generate(small_synth_config, out)
     return out
+
+
+@pytest.fixture(scope="session")
+def trained_artifacts(tmp_path_factory: pytest.TempPathFactory, tiny_csv_dir: Path) -> Path:
+    """``python -m training.fit --task all --epochs 1 --compile none`` on ``tiny_csv_dir`` (run in-process):
+    a bundle per task in ``<dir>/<task>/`` and the snapshot in ``<dir>/snapshot/``. Treat as read-only."""
+    from training.fit import main
+
+    out = tmp_path_factory.mktemp("trained_artifacts")
+    code = main(["--data", str(tiny_csv_dir), "--task", "all", "--out", str(out), "--epochs", "1",
+                 "--compile", "none", "--quiet"])
+    assert code == 0, "training.fit failed on tiny_csv_dir"
+    return out

@@ -1,0 +1,158 @@
+"""``python -m training.fit``: bundles that reproduce their metrics; metrics.json; CLI errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from models.bundle import CONFIG_FILE, METRICS_FILE, SNAPSHOT_DIR, WEIGHTS_FILE, BundleError, load_bundle
+from models.inference import TaskInference
+from models.snapshot import GraphSnapshot
+from training.baselines import BASELINES
+from training.evaluate import evaluate_model
+from training.fit import main
+from training.fit_data import task_splits
+from training.load_csv import load_tables
+from training.synth import SynthConfig, generate
+from training.tasks import TASKS
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_fit(*args: str) -> int:
+    """``main`` as the CLI runs it: the exit code, also for argparse's ``SystemExit``."""
+    try:
+        return main([*args, "--quiet"])
+    except SystemExit as exc:
+        return int(exc.code)
+
+
+def one_error_line(capsys: pytest.CaptureFixture) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_writes_a_bundle_per_task_beside_the_snapshot(trained_artifacts: Path) -> None:
+    assert (trained_artifacts / SNAPSHOT_DIR / "meta.json").is_file()
+    for task in TASKS:
+        for name in (WEIGHTS_FILE, CONFIG_FILE, METRICS_FILE):
+            assert (trained_artifacts / task / name).is_file(), f"{task}/{name}"
+        config = json.loads((trained_artifacts / task / CONFIG_FILE).read_text())
+        assert config["task"] == task and config["max_batch_size"] == 32
+        assert config["training"]["epochs"] == 1 and config["training"]["compile"] == "none"
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_metrics_json_has_the_agreed_form(trained_artifacts: Path, task: str) -> None:
+    doc = json.loads((trained_artifacts / task / METRICS_FILE).read_text())
+    spec = TASKS[task]
+    assert list(doc) == ["task", "primary", "higher_is_better", "val", "test"]
+    assert (doc["task"], doc["primary"], doc["higher_is_better"]) == (
+        task, spec.primary_metric, spec.higher_is_better)
+    for split in ("val", "test"):
+        assert set(doc[split]) == {"model", "baselines"}
+        assert set(doc[split]["baselines"]) == set(BASELINES[task])
+        for metrics in (doc[split]["model"], *doc[split]["baselines"].values()):
+            assert set(metrics) == set(spec.metrics)
+            assert all(isinstance(v, float) and math.isfinite(v) for v in metrics.values())
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_loaded_bundle_reproduces_its_recorded_test_metrics(trained_artifacts: Path, task: str) -> None:
+    snapshot = GraphSnapshot.open(trained_artifacts / SNAPSHOT_DIR)
+    recorded = json.loads((trained_artifacts / task / METRICS_FILE).read_text())["test"]["model"]
+    test = task_splits(task, snapshot.transactions(), snapshot, None)["test"]
+    inference = TaskInference.from_bundle(trained_artifacts / task, snapshot, compile="none")
+    assert evaluate_model(inference, test) == pytest.approx(recorded, rel=1e-6, abs=1e-9)
+
+
+def test_rerun_reuses_the_snapshot_and_refuses_other_data(trained_artifacts: Path, tmp_path: Path,
+                                                          capsys) -> None:
+    out = Path(shutil.copytree(trained_artifacts, tmp_path / "artifacts"))
+    other = tmp_path / "other_csv"
+    generate(SynthConfig(customers=300, articles=80, days=60, seed=3), other)
+    assert run_fit("--data", str(other), "--task", "churn", "--out", str(out)) == 2
+    assert "was not built from the CSV files" in one_error_line(capsys)
+    # a bundle of the original data still loads; one checked against another snapshot does not
+    other_snapshot = GraphSnapshot.build(load_tables(other, progress=False), tmp_path / "other_snapshot",
+                                         progress=False)
+    load_bundle(out / "churn", GraphSnapshot.open(out / SNAPSHOT_DIR))
+    with pytest.raises(BundleError, match="trained on snapshot"):
+        load_bundle(out / "churn", other_snapshot)
+
+
+def test_a_corrupt_snapshot_is_refused(trained_artifacts: Path, tiny_csv_dir: Path, tmp_path: Path,
+                                       capsys) -> None:
+    out = Path(shutil.copytree(trained_artifacts, tmp_path / "artifacts"))
+    (out / SNAPSHOT_DIR / "customer.ids.npy").write_bytes(b"not numpy")
+    assert run_fit("--data", str(tiny_csv_dir), "--task", "churn", "--out", str(out)) == 2
+    assert "corrupt or truncated" in one_error_line(capsys)
+
+
+@pytest.fixture(scope="module")
+def short_csv_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("short_csv")
+    generate(SynthConfig(customers=100, articles=30, days=20, seed=0), out)
+    return out
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("no_data_dir", "no such directory"),
+    ("no_csvs", "customers.csv not found"),
+    ("bad_task", "invalid choice: 'returns'"),
+    ("out_is_a_file", "exists and is not a directory"),
+    ("too_short", "need at least"),
+    ("bad_epochs", "--epochs must be at least 1"),
+])
+def test_cli_errors_are_one_line_and_exit_2(case: str, expected: str, tiny_csv_dir: Path, short_csv_dir: Path,
+                                            tmp_path: Path, capsys) -> None:
+    data, task, out, extra = str(tiny_csv_dir), "churn", str(tmp_path / "out"), []
+    if case == "no_data_dir":
+        data = str(tmp_path / "missing")
+    elif case == "no_csvs":
+        data = str(tmp_path)
+    elif case == "bad_task":
+        task = "returns"
+    elif case == "out_is_a_file":
+        (tmp_path / "file").write_text("x")
+        out = str(tmp_path / "file")
+    elif case == "too_short":
+        data = str(short_csv_dir)
+    else:
+        extra = ["--epochs", "0"]
+    assert run_fit("--data", data, "--task", task, "--out", out, *extra) == 2
+    assert expected in one_error_line(capsys)
+
+
+def test_the_module_entry_point_exits_2_without_a_traceback(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "training.fit", "--data", str(tmp_path / "none"),
+                             "--task", "churn", "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, cwd=REPO, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"python -m training.fit: error: --data {tmp_path / 'none'}: no such directory"]
+
+
+@pytest.mark.slow
+def test_buckets_compile_trains_without_recompiles_after_the_first_epoch(tiny_csv_dir: Path,
+                                                                         tmp_path: Path) -> None:
+    out = tmp_path / "artifacts"
+    assert run_fit("--data", str(tiny_csv_dir), "--task", "churn", "--out", str(out), "--epochs", "2",
+                   "--compile", "buckets") == 0
+    training = json.loads((out / "churn" / CONFIG_FILE).read_text())["training"]
+    first, second = training["graphs_compiled_per_epoch"]
+    assert 1 <= first <= training["training_buckets"] and second == 0
+    snapshot = GraphSnapshot.open(out / SNAPSHOT_DIR)
+    _, model = load_bundle(out / "churn", snapshot)
+    assert all(torch.isfinite(p).all() for p in model.parameters())

@@ -1,0 +1,62 @@
+"""Val/test evaluation: the model through the serving inference path, and every baseline, on one table.
+
+Predictions come from :class:`models.inference.TaskInference` (``last``-strategy sampling, the
+same code the server runs), called with each row's own seed time, so an offline metric is a
+measurement of exactly what would be served at that time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from models.inference import TaskInference
+from models.tables import Transactions
+from training.baselines import BASELINES
+from training.metrics import compute_metrics
+from training.task_table import TaskTable
+from training.tasks import LINK, TASKS
+
+Metrics = dict[str, float]
+
+
+def predict_table(inference: TaskInference, table: TaskTable, batch_size: int = 512) -> np.ndarray:
+    """Model predictions for every row of ``table``.
+
+    Args:
+        inference: the task's inference path (any compile strategy).
+        table: rows to predict; purchase article keys are computed once per distinct seed time.
+        batch_size: rows per forward.
+
+    Returns:
+        ``(n,)`` float64 churn probabilities or sales, or ``(n, k)`` int64 ranked article indices.
+    """
+    task = TASKS[inference.task]
+    entity = torch.from_numpy(table.entity)
+    seed_time = torch.from_numpy(table.seed_time)
+    link = task.task_type == LINK
+    out = np.empty((len(table), task.k) if link else len(table), dtype=np.int64 if link else np.float64)
+    for time in np.unique(table.seed_time):
+        rows = np.flatnonzero(table.seed_time == time)
+        keys = inference.compute_article_keys(int(time)) if link else None
+        for start in range(0, len(rows), batch_size):
+            chunk = torch.from_numpy(rows[start:start + batch_size])
+            result = inference.run(entity[chunk], k=task.k, seed_time=seed_time[chunk], article_keys=keys)
+            if link:  # fewer than k articles in the catalogue: pad with -1 (no prediction)
+                ranked = result.articles.numpy()
+                missing = task.k - ranked.shape[1]
+                out[chunk.numpy()] = np.pad(ranked, ((0, 0), (0, missing)), constant_values=-1)
+            else:
+                out[chunk.numpy()] = result.values.double().numpy()
+    return out
+
+
+def evaluate_model(inference: TaskInference, table: TaskTable, batch_size: int = 512) -> Metrics:
+    """Every metric of the task for the model's predictions on ``table``."""
+    return compute_metrics(TASKS[inference.task], predict_table(inference, table, batch_size), table)
+
+
+def evaluate_baselines(task: str, tx: Transactions, table: TaskTable) -> dict[str, Metrics]:
+    """Every metric of ``task`` for each of its baselines on ``table``."""
+    return {name: compute_metrics(TASKS[task], baseline(tx, table), table)
+            for name, baseline in BASELINES[task].items()}

@@ -1,0 +1,137 @@
+"""Train, evaluate and bundle the relational GNN of each task.
+
+``python -m training.fit --data DIR --task {churn,sales,purchase,all} --out ARTIFACTS [--epochs N]
+[--compile {none,dynamic,buckets}] [--seed S] ...`` (``--help`` lists the rest)
+
+For each task: build the task tables from the graph snapshot, train (one progress bar per
+epoch), keep the epoch with the best validation score (measured through the serving inference
+path), score it on the test week next to every baseline, and write the bundle
+``ARTIFACTS/<task>/`` (weights, config, metrics.json) beside the snapshot ``ARTIFACTS/snapshot/``.
+Ends with one table of model vs baselines on the test week.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import torch
+
+from models.bundle import BundleConfig, save_bundle
+from models.features import table_specs
+from models.inference import TaskInference, fitted_ladder
+from models.model import TaskModel
+from models.sampler import SamplerConfig, TemporalSampler
+from models.snapshot import GraphSnapshot
+from models.tables import Transactions
+from training.evaluate import Metrics, evaluate_baselines, evaluate_model
+from training.fit_config import FitConfig, FitError, parse_args
+from training.fit_data import prepare_snapshot, task_splits
+from training.report import metrics_document, results_table, split_result
+from training.task_table import TaskTable
+from training.tasks import TASKS
+from training.train_batches import TrainBatches
+from training.train_loop import LRSchedule, Trainer
+
+PROG = "python -m training.fit"
+
+
+def log(config: FitConfig, message: str) -> None:
+    if config.progress:
+        print(message, file=sys.stderr, flush=True)
+
+
+def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transactions) -> dict[str, Any]:
+    """Train, select, test and save one task; returns its ``metrics.json`` document."""
+    started = time.perf_counter()
+    spec, recipe = TASKS[task], config.recipe(task)
+    tables = task_splits(task, tx, snapshot, recipe.max_train_cutoffs)
+    log(config, f"{task}: {len(tables['train']):,} training rows, {len(tables['val']):,} val, "
+                f"{len(tables['test']):,} test; {recipe}")
+
+    # the model, its training batches, and the bundle config with the serving bucket ladder
+    torch.manual_seed(config.seed)
+    model = TaskModel(task, table_specs(snapshot), recipe.model_config())
+    if task == "sales":  # the head learns in units of a selling article's typical week
+        sold = tables["train"].label[tables["train"].label > 0]
+        model.head.scale.fill_(float(sold.mean()) if len(sold) else 1.0)
+    train_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, config.train_strategy))
+    batches = TrainBatches(snapshot, tables["train"], train_sampler, spec.entity_type, config.batch_size,
+                           config.seed)
+    serve_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, "last"))
+    serve_ladder = fitted_ladder(snapshot, serve_sampler, spec.entity_type, config.serve_batch_size,
+                                 config.seed)
+    bundle = BundleConfig(task=task, model=model.config, sampler=train_sampler.config,
+                          specs=table_specs(snapshot), ladders={spec.entity_type: serve_ladder},
+                          max_batch_size=config.serve_batch_size, fingerprint=snapshot.fingerprint)
+    inference = TaskInference(bundle, model, snapshot, compile="none")
+    baselines = {split: evaluate_baselines(task, tx, tables[split]) for split in ("val", "test")}
+
+    # train; keep the weights of the epoch with the best validation score
+    schedule = LRSchedule(recipe.lr, recipe.epochs * len(batches), config.warmup_fraction,
+                          config.final_lr_ratio)
+    trainer = Trainer(model, batches, schedule, recipe.epochs, config.weight_decay, config.compile,
+                      config.progress)
+    best_epoch, best_val, best_state = -1, {}, {}
+    for epoch in range(recipe.epochs):
+        loss = trainer.run_epoch(epoch)
+        val = score(inference, tables["val"], "val")
+        log(config, f"{task} epoch {epoch + 1}: train loss {loss:.4f}, "
+                    f"val {spec.primary_metric} {val[spec.primary_metric]:.4f}")
+        if best_epoch < 0 or improves(val[spec.primary_metric], best_val[spec.primary_metric],
+                                      spec.higher_is_better):
+            best_epoch, best_val = epoch, val
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(best_state)
+
+    # test the selected weights, write the bundle, optionally warm its serving compile cache
+    test = score(inference, tables["test"], "test")
+    document = metrics_document(task, split_result(best_val, baselines["val"]),
+                                split_result(test, baselines["test"]))
+    bundle.training = {
+        "epochs": recipe.epochs, "best_epoch": best_epoch + 1, "seed": config.seed, "lr": recipe.lr,
+        "batch_size": config.batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
+        "train_rows": len(tables["train"]), "sampler_strategy": config.train_strategy,
+        "compile": config.compile, "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
+        "graphs_compiled_per_epoch": trainer.graphs_per_epoch,
+        "seconds": round(time.perf_counter() - started, 1)}
+    save_bundle(config.out / task, bundle, model, document)
+    if config.warm_serving_cache:
+        warm = TaskInference.from_bundle(config.out / task, snapshot, compile="buckets",
+                                         max_batch_size=config.serve_batch_size).warm_up()
+        log(config, f"{task}: serving compile cache {'saved' if warm.cache_saved else 'not saved'} "
+                    f"({warm.buckets} buckets, {warm.seconds:.1f} s)")
+    log(config, f"{task}: best epoch {best_epoch + 1}, wrote {config.out / task} "
+                f"({time.perf_counter() - started:.1f} s)")
+    return document
+
+
+def improves(value: float, best: float, higher_is_better: bool) -> bool:
+    return value > best if higher_is_better else value < best
+
+
+def score(inference: TaskInference, table: TaskTable, split: str) -> Metrics:
+    try:
+        return evaluate_model(inference, table)
+    except ValueError as exc:  # e.g. a week in which every customer churned: AUROC is undefined
+        raise FitError(f"{inference.task}: cannot score the {split} split ({exc})") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = parse_args(argv)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    try:
+        snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress)
+        tx = snapshot.transactions()
+        documents = [fit_task(config, task, snapshot, tx) for task in config.tasks]
+    except FitError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    print(results_table(documents))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""Configuration of ``python -m training.fit``: per-task recipes and the command line over them."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.compile import STRATEGIES
+from models.config import ModelConfig
+from training.tasks import TASKS
+
+ALL_TASKS = "all"
+SAMPLER_STRATEGIES = ("last", "uniform")
+
+
+class FitError(Exception):
+    """A problem with the user's input (arguments, paths, data); reported as one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class TaskRecipe:
+    """How one task is trained (the defaults were tuned on the demo data; see the README).
+
+    Args:
+        fanouts: neighbours sampled per hop; also the number of GNN layers.
+        aggregation: ``SAGEConv`` neighbour aggregation (``sum`` keeps counts, which sales needs).
+        epochs: passes over the training rows.
+        max_train_cutoffs: most recent weekly training cutoffs used (``None``: all).
+        lr: peak learning rate (linear warm-up, then cosine decay).
+        hidden: width of the GNN, the heads and the purchase dot-product space.
+    """
+
+    fanouts: tuple[int, ...] = (12, 8)
+    aggregation: str = "mean"
+    epochs: int = 3
+    max_train_cutoffs: int | None = 12
+    lr: float = 0.003
+    hidden: int = 64
+
+    def model_config(self) -> ModelConfig:
+        return ModelConfig(hidden=self.hidden, head_hidden=self.hidden, embedding_dim=self.hidden,
+                           num_layers=len(self.fanouts), aggregation=self.aggregation)
+
+
+RECIPES: dict[str, TaskRecipe] = {
+    "churn": TaskRecipe(),
+    # Hot articles sell dozens a week: a wide first hop sees them all, summed rather than averaged.
+    "sales": TaskRecipe(fanouts=(48, 4), aggregation="sum", epochs=6, max_train_cutoffs=24, lr=0.001),
+    "purchase": TaskRecipe(),
+}
+
+
+@dataclass
+class FitConfig:
+    """What to train and how; ``None`` fields take the task's :data:`RECIPES` value.
+
+    Args:
+        data: directory with the three H&M CSV files.
+        out: artifacts directory; ``<out>/<task>/`` bundles and ``<out>/snapshot/``.
+        tasks: tasks to train, in order.
+        epochs, max_train_cutoffs, lr, fanouts, hidden: override every task's recipe
+            (``max_train_cutoffs=0``: every training cutoff).
+        compile: ``none``, ``dynamic`` or ``buckets`` for the training step.
+        seed: seeds the model initialisation, shuffling and neighbour sampling.
+        batch_size: seeds per training step.
+        train_strategy: sampler strategy in training; ``last`` is what serving samples.
+        weight_decay: Adam weight decay.
+        warmup_fraction: share of the steps spent warming the learning rate up.
+        final_lr_ratio: learning rate at the last step relative to the peak.
+        serve_batch_size: largest serving batch; the bundle's bucket ladder is fitted for it.
+        threads: torch intra-op threads (``0``: torch's default).
+        warm_serving_cache: compile the serving buckets now and store the compile cache in the
+            bundle, so the first server start is warm (costs compile time here).
+        rebuild_snapshot: overwrite an existing snapshot in ``<out>/snapshot/``.
+        progress: progress bars and log lines on stderr.
+    """
+
+    data: Path
+    out: Path
+    tasks: tuple[str, ...]
+    epochs: int | None = None
+    max_train_cutoffs: int | None = None
+    lr: float | None = None
+    fanouts: tuple[int, ...] | None = None
+    hidden: int | None = None
+    compile: str = "none"
+    seed: int = 0
+    batch_size: int = 256
+    train_strategy: str = "last"
+    weight_decay: float = 0.0
+    warmup_fraction: float = 0.05
+    final_lr_ratio: float = 0.05
+    serve_batch_size: int = 32
+    threads: int = 0
+    warm_serving_cache: bool = False
+    rebuild_snapshot: bool = False
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        positive = {"epochs": self.epochs, "hidden": self.hidden, "batch_size": self.batch_size,
+                    "serve_batch_size": self.serve_batch_size}
+        for name, value in positive.items():
+            if value is not None and value < 1:
+                raise FitError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.max_train_cutoffs is not None and self.max_train_cutoffs < 0:
+            raise FitError(f"--max-train-cutoffs must be 0 (all) or more, got {self.max_train_cutoffs}")
+        if (self.lr is not None and self.lr <= 0) or self.weight_decay < 0 or self.threads < 0:
+            raise FitError("--lr must be positive, --weight-decay and --threads non-negative")
+        if self.fanouts is not None and (not self.fanouts or min(self.fanouts) < 1):
+            raise FitError(f"--fanouts must be positive, got {list(self.fanouts)}")
+        unknown = [t for t in self.tasks if t not in TASKS]
+        if unknown or not self.tasks:
+            raise FitError(f"unknown task {unknown[0] if unknown else ''!r}; use one of "
+                           f"{', '.join([*TASKS, ALL_TASKS])}")
+        if self.compile not in STRATEGIES:
+            raise FitError(f"unknown --compile {self.compile!r}; use one of {', '.join(STRATEGIES)}")
+        if self.train_strategy not in SAMPLER_STRATEGIES:
+            raise FitError(f"unknown --train-strategy {self.train_strategy!r}; use last or uniform")
+
+    def recipe(self, task: str) -> TaskRecipe:
+        """The task's recipe with this config's overrides applied."""
+        names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden")
+        overrides = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        if overrides.get("max_train_cutoffs") == 0:
+            overrides["max_train_cutoffs"] = None
+        return dataclasses.replace(RECIPES[task], **overrides)
+
+
+class _OneLineErrors(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    d = FitConfig(Path(), Path(), tuple(TASKS))
+    p = _OneLineErrors(prog="python -m training.fit",
+                       description="Train the relational GNN of each task, evaluate it against the baselines "
+                                   "and write one checkpoint bundle per task.")
+    p.add_argument("--data", type=Path, required=True, help="directory with the three H&M CSV files")
+    p.add_argument("--task", required=True, choices=[*TASKS, ALL_TASKS], help="task to train, or all")
+    p.add_argument("--out", type=Path, required=True, help="artifacts directory (bundles and snapshot)")
+    p.add_argument("--epochs", type=int, help="passes over the training rows (default: per task)")
+    p.add_argument("--compile", default=d.compile, choices=STRATEGIES, help="training-step compile strategy")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--max-train-cutoffs", type=int,
+                   help="most recent weekly training cutoffs to use (default: per task; 0: all)")
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--lr", type=float, help="peak learning rate (default: per task)")
+    p.add_argument("--fanouts", type=int, nargs="+", help="neighbours per hop (default: per task)")
+    p.add_argument("--hidden", type=int, help="width of the GNN and heads (default: per task)")
+    p.add_argument("--train-strategy", default=d.train_strategy, choices=SAMPLER_STRATEGIES,
+                   help="neighbour sampling in training (serving samples the last neighbours)")
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
+    p.add_argument("--serve-batch-size", type=int, default=d.serve_batch_size,
+                   help="largest serving batch the bundle's bucket ladder holds")
+    p.add_argument("--threads", type=int, default=d.threads, help="torch threads (0: torch's default)")
+    p.add_argument("--warm-serving-cache", action="store_true",
+                   help="compile the serving buckets now and store the compile cache in each bundle")
+    p.add_argument("--rebuild-snapshot", action="store_true",
+                   help="rebuild <out>/snapshot from the CSVs even if one exists")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or log lines")
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> FitConfig:
+    """Parse the command line into a :class:`FitConfig`; bad values exit with one line and code 2."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = FitConfig(
+            data=args.data, out=args.out, tasks=tuple(TASKS) if args.task == ALL_TASKS else (args.task,),
+            epochs=args.epochs, max_train_cutoffs=args.max_train_cutoffs, lr=args.lr,
+            fanouts=tuple(args.fanouts) if args.fanouts else None, hidden=args.hidden, compile=args.compile,
+            seed=args.seed, batch_size=args.batch_size, train_strategy=args.train_strategy,
+            weight_decay=args.weight_decay, serve_batch_size=args.serve_batch_size, threads=args.threads,
+            warm_serving_cache=args.warm_serving_cache, rebuild_snapshot=args.rebuild_snapshot,
+            progress=not args.quiet)
+        check_paths(config)
+    except FitError as exc:
+        parser.error(str(exc))
+    return config
+
+
+def check_paths(config: FitConfig) -> None:
+    """Fail early, before any work, on a missing ``--data`` directory or an unwritable ``--out``."""
+    if not config.data.is_dir():
+        raise FitError(f"--data {config.data}: no such directory")
+    if config.out.exists() and not config.out.is_dir():
+        raise FitError(f"--out {config.out}: exists and is not a directory")
+    try:
+        config.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FitError(f"--out {config.out}: cannot create it ({exc.strerror})") from None
+    if not os.access(config.out, os.W_OK | os.X_OK):
+        raise FitError(f"--out {config.out}: not writable")

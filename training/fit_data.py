@@ -1,0 +1,95 @@
+"""The graph snapshot that training writes beside its bundles, and the task tables built from it.
+
+``<out>/snapshot/`` is built from the CSV files on the first run and reused by later runs (training
+another task into the same artifacts keeps one snapshot, so every bundle there matches it). A
+``source.json`` beside the arrays records the size and sha256 of the CSV files it was built from,
+so a snapshot of other data is refused instead of silently reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from models.bundle import SNAPSHOT_DIR
+from models.schema import ARTICLES_CSV, CUSTOMERS_CSV, TRANSACTIONS_CSV
+from models.snapshot import GraphSnapshot, SnapshotError
+from models.tables import Transactions
+from training.fit_config import FitError
+from training.load_csv import DataError, load_tables
+from training.task_table import TaskTable, concat_tables
+from training.tasks import TASKS
+
+SOURCE_FILE = "source.json"
+CSV_FILES = (CUSTOMERS_CSV, ARTICLES_CSV, TRANSACTIONS_CSV)
+
+
+def csv_signature(data_dir: Path) -> dict[str, dict[str, int | str]]:
+    """Per CSV file, its size and sha256 (what a snapshot records about its source)."""
+    signature = {}
+    for name in CSV_FILES:
+        path = data_dir / name
+        if not path.is_file():
+            raise FitError(f"--data {data_dir}: {name} not found")
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 22):
+                digest.update(chunk)
+        signature[name] = {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+    return signature
+
+
+def prepare_snapshot(data_dir: Path, out: Path, rebuild: bool = False,
+                     progress: bool = True) -> GraphSnapshot:
+    """Open ``<out>/snapshot`` if it was built from these CSV files, else build it there.
+
+    Args:
+        data_dir: directory of the three CSV files.
+        out: artifacts directory.
+        rebuild: build even if a snapshot exists (bundles of other tasks there become stale).
+        progress: progress bars on stderr.
+
+    Raises:
+        FitError: unreadable CSVs, or an existing snapshot that is corrupt or built from other data.
+    """
+    directory = out / SNAPSHOT_DIR
+    signature = csv_signature(data_dir)
+    if directory.exists() and not rebuild:
+        try:
+            recorded = json.loads((directory / SOURCE_FILE).read_text())
+        except (OSError, ValueError):
+            recorded = None
+        if recorded != signature:
+            raise FitError(f"{directory} was not built from the CSV files in {data_dir} (its {SOURCE_FILE} "
+                           "differs or is missing); use --rebuild-snapshot or another --out")
+        try:
+            return GraphSnapshot.open(directory)
+        except SnapshotError as exc:
+            raise FitError(f"{exc}; use --rebuild-snapshot") from None
+    try:
+        tables = load_tables(data_dir, progress=progress)
+    except DataError as exc:
+        raise FitError(str(exc)) from None
+    (directory / SOURCE_FILE).unlink(missing_ok=True)
+    snapshot = GraphSnapshot.build(tables, directory, progress=progress)
+    (directory / SOURCE_FILE).write_text(json.dumps(signature, indent=2) + "\n")
+    return snapshot
+
+
+def task_splits(task: str, tx: Transactions, snapshot: GraphSnapshot,
+                max_train_cutoffs: int | None) -> dict[str, TaskTable]:
+    """The ``train`` (all kept cutoffs in one table), ``val`` and ``test`` tables of ``task``.
+
+    Raises:
+        FitError: the data is too short for a training, validation and test week.
+    """
+    try:
+        splits = TASKS[task].splits(tx, snapshot.num_nodes, max_train_cutoffs=max_train_cutoffs)
+    except ValueError as exc:
+        raise FitError(f"{task}: {exc}") from None
+    tables = {split: concat_tables(parts) for split, parts in splits.items()}
+    for split, table in tables.items():
+        if len(table) == 0:
+            raise FitError(f"{task}: the {split} split has no rows (too little activity in the data)")
+    return tables

@@ -1,0 +1,52 @@
+"""What ``training.fit`` reports: ``metrics.json`` per task and the final comparison table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from training.evaluate import Metrics
+from training.tasks import TASKS
+
+MODEL = "model"
+
+
+def split_result(model: Metrics, baselines: dict[str, Metrics]) -> dict[str, Any]:
+    """``{"model": {...}, "baselines": {name: {...}}}`` for one split."""
+    return {MODEL: dict(model), "baselines": {name: dict(m) for name, m in baselines.items()}}
+
+
+def metrics_document(task: str, val: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
+    """The ``metrics.json`` of one task: primary metric, its direction, and both splits."""
+    spec = TASKS[task]
+    return {"task": task, "primary": spec.primary_metric, "higher_is_better": spec.higher_is_better,
+            "val": val, "test": test}
+
+
+def beats_baselines(document: dict[str, Any], split: str = "test") -> bool:
+    """Whether the model is better than every baseline on the primary metric of ``split``."""
+    primary, higher = document["primary"], document["higher_is_better"]
+    ours = document[split][MODEL][primary]
+    others = [m[primary] for m in document[split]["baselines"].values()]
+    return all(ours > o if higher else ours < o for o in others)
+
+
+def results_table(documents: list[dict[str, Any]], split: str = "test") -> str:
+    """A plain-text table: per task, the model and each baseline on every metric of ``split``.
+
+    The primary metric comes first and is marked ``*``; the best row per primary metric is marked ``<``.
+    """
+    lines = []
+    for doc in documents:
+        primary = doc["primary"]
+        names = [primary, *(m for m in doc[split][MODEL] if m != primary)]
+        rows = [(MODEL, doc[split][MODEL]), *doc[split]["baselines"].items()]
+        values = [row[1][primary] for row in rows]
+        best = max(values) if doc["higher_is_better"] else min(values)
+        header = f"{doc['task'] + ' (' + split + ')':<22}" + "".join(
+            f"{(n + '*' if n == primary else n):>15}" for n in names)
+        lines += [header, "-" * len(header)]
+        for (name, metrics), value in zip(rows, values, strict=True):
+            mark = "  <" if value == best else ""
+            lines.append(f"{name:<22}" + "".join(f"{metrics[n]:>15.4f}" for n in names) + mark)
+        lines.append("")
+    return "\n".join(lines)

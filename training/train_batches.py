@@ -1,0 +1,97 @@
+"""Training mini-batches: shuffled rows of a task table, sampled into model inputs and targets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from models.features import ModelInputs, gather_inputs
+from models.sampler import TemporalSampler
+from models.schema import ARTICLE
+from models.snapshot import GraphSnapshot
+from training.task_table import TaskTable
+
+
+class Batch(NamedTuple):
+    """One training step's arguments (see :meth:`models.train_step.TrainStep.__call__`).
+
+    Args:
+        inputs: the seeds' sampled trees.
+        target: ``(B,)`` labels, or for purchase the trees of each seed's positive article.
+        log_q: purchase only: ``(B,)`` log of how many rows of the epoch drew the same positive
+            article at the same seed time (the sampling correction of the in-batch softmax).
+    """
+
+    inputs: ModelInputs
+    target: Tensor | ModelInputs
+    log_q: Tensor | None = None
+
+
+class TrainBatches:
+    """One epoch of ``(inputs, target)`` batches for :class:`models.train_step.TrainStep`.
+
+    Every row is sampled at its own seed time, so its tree holds only edges before its cutoff.
+    For a link table (purchase) the target is the sampled tree of one article the customer
+    bought in the label window, drawn afresh each epoch, at the same seed time: the positive
+    of the in-batch softmax, whose negatives are the other rows' positives; ``log_q`` counts how
+    often each (article, seed time) was drawn this epoch, i.e. how often it serves as a negative.
+
+    Args:
+        snapshot: the graph.
+        table: training rows (any number of cutoffs).
+        sampler: the temporal sampler (``uniform`` for training).
+        seed_type: node type of the table's entities.
+        batch_size: rows per batch; the last batch of an epoch may be smaller.
+        seed: seeds shuffling, the choice of positives and neighbour sampling.
+    """
+
+    def __init__(self, snapshot: GraphSnapshot, table: TaskTable, sampler: TemporalSampler, seed_type: str,
+                 batch_size: int, seed: int = 0) -> None:
+        self.snapshot = snapshot
+        self.table = table
+        self.sampler = sampler
+        self.seed_type = seed_type
+        self.batch_size = batch_size
+        self.rng = np.random.default_rng(seed)
+        self.generator = torch.Generator().manual_seed(seed)
+        self.entity = torch.from_numpy(table.entity)
+        self.seed_time = torch.from_numpy(table.seed_time)
+        self.label = None if table.is_link else torch.from_numpy(table.label.astype(np.float32))
+
+    def __len__(self) -> int:
+        return -(-len(self.table) // self.batch_size)
+
+    def __iter__(self) -> Iterator[Batch]:
+        order = torch.from_numpy(self.rng.permutation(len(self.table)))
+        positives = self._draw_positives() if self.table.is_link else None
+        for start in range(0, len(order), self.batch_size):
+            yield self.batch(order[start:start + self.batch_size], positives)
+
+    def batch(self, rows: Tensor, positives: tuple[Tensor, Tensor] | None = None) -> Batch:
+        """The batch of table rows ``rows`` ``(B,)``; purchase draws ``positives`` if not given."""
+        seed_time = self.seed_time.index_select(0, rows)
+        inputs = self._inputs(self.seed_type, self.entity.index_select(0, rows), seed_time)
+        if not self.table.is_link:
+            return Batch(inputs, self.label.index_select(0, rows))
+        article, log_q = positives if positives is not None else self._draw_positives()
+        target = self._inputs(ARTICLE, article.index_select(0, rows), seed_time)
+        return Batch(inputs, target, log_q.index_select(0, rows))
+
+    def _inputs(self, seed_type: str, seeds: Tensor, seed_time: Tensor) -> ModelInputs:
+        batch = self.sampler.sample(seed_type, seeds, seed_time, generator=self.generator)
+        return gather_inputs(self.snapshot, batch)
+
+    def _draw_positives(self) -> tuple[Tensor, Tensor]:
+        """Per row, one target article drawn uniformly among the row's targets, and ``log_q``: the
+        log of how many rows drew that article at that seed time; both ``(n,)``."""
+        counts = self.table.num_targets()
+        pick = self.table.target_ptr[:-1] + (self.rng.random(len(counts)) * counts).astype(np.int64)
+        article = self.table.target_items[pick]
+        _, group, drawn = np.unique(np.stack([article, self.table.seed_time]), axis=1, return_inverse=True,
+                                    return_counts=True)
+        log_q = np.log(drawn[group.reshape(-1)]).astype(np.float32)
+        return torch.from_numpy(article), torch.from_numpy(log_q)

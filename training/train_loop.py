@@ -1,0 +1,106 @@
+"""Epochs of compiled training steps with a tensor learning-rate schedule and no host syncs per step.
+
+The published PyG + ``torch.compile`` recipe: the learning rate lives in a tensor that the
+schedule overwrites in place (a Python float would be a constant baked into the compiled
+optimizer and recompile every change), the step returns its loss on the device, the losses are
+summed there, and the host reads the sum once per epoch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from tqdm import tqdm
+
+from models.buckets import BucketLadder
+from models.compile import CompileConfig, compiled_graph_count
+from models.features import ModelInputs
+from models.model import TaskModel
+from models.schema import ARTICLE
+from models.train_step import TrainStep, tensor_lr_adam
+from training.train_batches import TrainBatches
+
+
+@dataclass(frozen=True)
+class LRSchedule:
+    """Linear warm-up to ``peak``, then cosine decay to ``peak * final_ratio`` at ``total_steps``.
+
+    Args:
+        peak: the largest learning rate.
+        total_steps: steps of the whole run.
+        warmup_fraction: share of the steps spent warming up.
+        final_ratio: learning rate at the last step relative to ``peak``.
+    """
+
+    peak: float
+    total_steps: int
+    warmup_fraction: float = 0.05
+    final_ratio: float = 0.05
+
+    def __call__(self, step: int) -> float:
+        warmup = max(1, round(self.warmup_fraction * self.total_steps))
+        if step < warmup:
+            return self.peak * (step + 1) / warmup
+        progress = (step - warmup) / max(1, self.total_steps - warmup)
+        floor = self.peak * self.final_ratio
+        return floor + (self.peak - floor) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def training_ladders(batches: TrainBatches, num_samples: int = 8) -> list[BucketLadder]:
+    """Bucket ladders fitted on ``num_samples`` batches of the training batch size, one per seed type
+    the step runs (purchase also pads its positive articles' trees)."""
+    generator = torch.Generator().manual_seed(12345)
+    size = min(batches.batch_size, len(batches.table))
+    rows = [torch.randint(len(batches.table), (size,), generator=generator) for _ in range(num_samples)]
+    samples = [batches.batch(r) for r in rows]
+    max_sizes, most = batches.sampler.max_sizes, batches.batch_size
+    ladders = [BucketLadder.fitted([s.inputs for s in samples], max_sizes, batches.seed_type, most)]
+    if isinstance(samples[0].target, ModelInputs):
+        ladders.append(BucketLadder.fitted([s.target for s in samples], max_sizes, ARTICLE, most))
+    return ladders
+
+
+class Trainer:
+    """Trains ``model`` on ``batches`` with Adam, the learning rate following ``schedule``.
+
+    Args:
+        model: the task model.
+        batches: the training batches of one epoch.
+        schedule: learning rate per step; its ``total_steps`` should be ``epochs * len(batches)``.
+        epochs: number of epochs (for the progress bars).
+        weight_decay: Adam weight decay.
+        compile: ``none``, ``dynamic`` or ``buckets`` (ladders fitted on training batches).
+        progress: one tqdm bar per epoch on stderr.
+    """
+
+    def __init__(self, model: TaskModel, batches: TrainBatches, schedule: LRSchedule, epochs: int,
+                 weight_decay: float = 0.0, compile: str = "none", progress: bool = True) -> None:
+        self.model = model
+        self.batches = batches
+        self.schedule = schedule
+        self.epochs = epochs
+        self.optimizer = tensor_lr_adam(model.parameters(), schedule(0), weight_decay)
+        self.ladders = training_ladders(batches) if compile == "buckets" else []
+        self.step = TrainStep(model, self.optimizer, CompileConfig(compile), self.ladders)
+        self.progress = progress
+        self.steps_done = 0
+        self.graphs_per_epoch: list[int] = []
+
+    def run_epoch(self, epoch: int) -> float:
+        """Train one epoch; returns its mean loss (the one host sync of the epoch)."""
+        graphs_before = compiled_graph_count()
+        total = torch.zeros((), device=self.step.device)
+        bar = tqdm(self.batches, desc=f"{self.model.task} epoch {epoch + 1}/{self.epochs}", unit="step",
+                   disable=not self.progress, leave=True, dynamic_ncols=True)
+        for batch in bar:
+            for group in self.optimizer.param_groups:
+                group["lr"].fill_(self.schedule(self.steps_done))
+            total += self.step(*batch)
+            self.steps_done += 1
+        mean_loss = float(total) / max(1, len(self.batches))
+        bar.set_postfix(loss=f"{mean_loss:.4f}")
+        bar.close()
+        self.graphs_per_epoch.append(compiled_graph_count() - graphs_before)
+        return mean_loss
