@@ -1,0 +1,192 @@
+"""Monitoring: the scrape config passes promtool, the dashboard file is current and importable, and
+every PromQL expression of every panel returns data from a real server through a real Prometheus.
+
+Prometheus comes from Debian's ``prometheus`` package (``.ci/run`` installs it). Without it these
+tests fail, naming the package; ``RELSERVE_ALLOW_SKIP_PROMETHEUS=1`` turns that into a skip for
+machines where it cannot be installed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import shutil
+import subprocess
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from loadtest.dashboard import DASHBOARD_PATH, render
+from loadtest.id_pool import IdPool
+from loadtest.traffic import TASK_PATHS, Traffic, answer_problem
+from serve.process import ServerProcess, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+SCRAPE_CONFIG = REPO / "loadtest" / "prometheus.yml"
+ALLOW_SKIP = "RELSERVE_ALLOW_SKIP_PROMETHEUS"
+# Grafana's variables, as a dashboard user with every task selected would have them.
+GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$task": ".*"}
+
+
+def prometheus_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        message = (f"{name} not found: install Debian's prometheus package (apt-get install prometheus; "
+                   f".ci/run does), or set {ALLOW_SKIP}=1 to skip the monitoring tests on this machine")
+        if os.environ.get(ALLOW_SKIP) == "1":
+            pytest.skip(message)
+        pytest.fail(message)
+    return path
+
+
+def dashboard() -> dict:
+    return json.loads(DASHBOARD_PATH.read_text())
+
+
+def panel_queries() -> list[tuple[str, str]]:
+    """``(panel title, expr)`` of every query of every panel."""
+    panels = [p for p in dashboard()["panels"] if p["type"] != "row"]
+    return [(p["title"], t["expr"]) for p in panels for t in p["targets"]]
+
+
+def test_scrape_config_passes_promtool() -> None:
+    result = subprocess.run([prometheus_tool("promtool"), "check", "config", str(SCRAPE_CONFIG)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "metrics_path: /metrics" in SCRAPE_CONFIG.read_text()
+
+
+def test_dashboard_file_is_generated_from_loadtest_dashboard() -> None:
+    assert DASHBOARD_PATH.read_text() == render(), "run: python -m loadtest.dashboard"
+
+
+def test_dashboard_is_importable() -> None:
+    board = dashboard()
+    assert board["schemaVersion"] >= 36 and board["uid"] and board["title"]
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    source = variables["DS_PROMETHEUS"]
+    assert (source["type"], source["query"]) == ("datasource", "prometheus")
+    assert variables["task"]["datasource"]["uid"] == "${DS_PROMETHEUS}"
+    panels = board["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    for panel in panels:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24 and grid["h"] > 0, panel["title"]
+        if panel["type"] == "row":
+            continue
+        assert panel["description"] and panel["targets"], panel["title"]
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}, panel["title"]
+        assert len({t["refId"] for t in panel["targets"]}) == len(panel["targets"])
+    titles = " ".join(p["title"] for p in panels).lower()
+    for topic in ("request rate", "error", "latency", "batch size", "bucket", "padding", "stage", "recompile",
+                  "warm-up"):
+        assert topic in titles, topic
+
+
+def substitute(expr: str) -> str:
+    for name, value in GRAFANA_VARIABLES.items():
+        expr = expr.replace(name, value)
+    assert "$" not in expr, f"unknown Grafana variable in {expr}"
+    return expr
+
+
+@pytest.fixture()
+def prometheus(server: ServerProcess, tmp_path: Path) -> Iterator[str]:
+    """A Prometheus of our own (temporary storage, free loopback port) scraping ``server`` every 2 s."""
+    binary = prometheus_tool("prometheus")
+    config = SCRAPE_CONFIG.read_text()
+    edits = (("127.0.0.1:8000", f"127.0.0.1:{server.port}"), ("scrape_interval: 5s", "scrape_interval: 2s"),
+             ("scrape_timeout: 4s", "scrape_timeout: 2s"))
+    for old, new in edits:
+        assert old in config, f"{SCRAPE_CONFIG} no longer contains {old!r}"
+        config = config.replace(old, new)
+    (tmp_path / "prometheus.yml").write_text(config)
+    url = f"http://127.0.0.1:{free_port()}"
+    log = (tmp_path / "prometheus.log").open("w")
+    process = subprocess.Popen([binary, f"--config.file={tmp_path / 'prometheus.yml'}",
+                                f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address={url[7:]}",
+                                "--log.level=warn"], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while query(url, 'up{job="relserve"} == 1') == []:
+            assert process.poll() is None, (tmp_path / "prometheus.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "Prometheus never scraped the server"
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(30)
+        log.close()
+
+
+def query(url: str, expr: str, at: float | None = None) -> list[dict]:
+    """Result of an instant query; ``[]`` while Prometheus is not up yet."""
+    params = {"query": expr, **({"time": f"{at:.3f}"} if at else {})}
+    try:
+        response = requests.get(f"{url}/api/v1/query?{urllib.parse.urlencode(params)}", timeout=10)
+    except requests.ConnectionError:
+        return []
+    body = response.json()
+    assert body["status"] == "success", f"{expr}: {body}"
+    return body["data"]["result"]
+
+
+def send_traffic(server: ServerProcess, traffic: Traffic, seconds: float, clients: int = 4) -> int:
+    """Every task, good and bad requests, from ``clients`` threads; returns how many were sent."""
+    sent, problems, lock = [0], [], threading.Lock()
+
+    def client(seed: int) -> None:
+        rng, session, stop_at = random.Random(seed), requests.Session(), time.monotonic() + seconds
+        while time.monotonic() < stop_at:
+            planned = traffic.plan(rng.choice(list(TASK_PATHS)), rng)
+            response = session.post(server.url + planned.path, data=planned.body, timeout=30,
+                                    headers={"Content-Type": planned.content_type})
+            problem = answer_problem(planned, response.status_code, response.content)
+            with lock:
+                sent[0] += 1
+                problems.extend([problem] if problem else [])
+
+    threads = [threading.Thread(target=client, args=(seed,)) for seed in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not problems, problems[:5]
+    return sent[0]
+
+
+def served_total(server: ServerProcess) -> float:
+    text = requests.get(server.url + "/metrics", timeout=10).text
+    return sum(float(v) for v in re.findall(r"^relserve_requests_total\{[^}]*\} (\S+)$", text, re.MULTILINE))
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_every_dashboard_query_returns_data(server: ServerProcess, artifacts: Path, prometheus: str) -> None:
+    traffic = Traffic(IdPool.from_snapshot(artifacts / "snapshot"), bad_share=0.15)
+    assert send_traffic(server, traffic, seconds=6.0) > 0  # three scrapes or more
+    total = served_total(server)
+    deadline = time.monotonic() + 30
+    while (scraped := query(prometheus, "sum(relserve_requests_total)")) == [] or \
+            float(scraped[0]["value"][1]) < total:
+        assert time.monotonic() < deadline, f"Prometheus has {scraped}, the server {total}"
+        time.sleep(0.3)
+    at = time.time()
+
+    tasks = requests.get(f"{prometheus}/api/v1/label/task/values",
+                         params={"match[]": "relserve_warmup_seconds"}, timeout=10).json()["data"]
+    assert set(tasks) == set(TASK_PATHS), "the dashboard's $task variable query"
+    empty = []
+    for title, expr in panel_queries():
+        result = query(prometheus, substitute(expr), at)
+        if not any(math.isfinite(float(sample["value"][1])) for sample in result):
+            empty.append(f"{title}: {expr} -> {result}")
+    assert not empty, "panels without data:\n" + "\n".join(empty)
