@@ -11,6 +11,7 @@ The graph snapshot lives beside the bundles in ``<artifacts>/snapshot/``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import platform
@@ -63,6 +64,8 @@ class BundleConfig:
         fingerprint: content fingerprint of the snapshot the model was trained on.
         versions: library versions at training time (informational).
         training: how it was trained (epochs, seed, compile strategy, ...; informational).
+        weights_sha256: sha256 of ``weights.safetensors``, set by :func:`save_bundle`; loading
+            refuses weights that do not match it (a flipped byte in a value parses fine).
     """
 
     task: str
@@ -74,6 +77,7 @@ class BundleConfig:
     fingerprint: str
     versions: dict[str, str] = field(default_factory=library_versions)
     training: dict[str, Any] = field(default_factory=dict)
+    weights_sha256: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,7 +87,7 @@ class BundleConfig:
                       for t, s in self.specs.items()},
             "ladders": {t: ladder.to_dict() for t, ladder in self.ladders.items()},
             "max_batch_size": self.max_batch_size, "fingerprint": self.fingerprint,
-            "versions": self.versions, "training": self.training,
+            "versions": self.versions, "training": self.training, "weights_sha256": self.weights_sha256,
         }
 
     @classmethod
@@ -101,6 +105,7 @@ class BundleConfig:
             ladders={t: BucketLadder.from_dict(v) for t, v in values["ladders"].items()},
             max_batch_size=int(values["max_batch_size"]), fingerprint=str(values["fingerprint"]),
             versions=dict(values.get("versions", {})), training=dict(values.get("training", {})),
+            weights_sha256=str(values.get("weights_sha256", "")),
         )
 
 
@@ -109,7 +114,9 @@ def save_bundle(directory: Path, config: BundleConfig, model: TaskModel, metrics
     directory.mkdir(parents=True, exist_ok=True)
     (directory / CACHE_DIR).mkdir(exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    _atomic_write(directory / WEIGHTS_FILE, safetensors.torch.save(state))
+    weights = safetensors.torch.save(state)
+    config = dataclasses.replace(config, weights_sha256=hashlib.sha256(weights).hexdigest())
+    _atomic_write(directory / WEIGHTS_FILE, weights)
     _atomic_write(directory / CONFIG_FILE, json.dumps(config.to_dict(), indent=2).encode())
     if metrics is not None:
         _atomic_write(directory / METRICS_FILE, json.dumps(metrics, indent=2).encode())
@@ -146,7 +153,8 @@ def load_bundle(directory: Path, snapshot: GraphSnapshot, device: torch.device |
             f"{directory / CONFIG_FILE}: feature columns differ from snapshot {snapshot.directory}")
     path = directory / WEIGHTS_FILE
     try:
-        state = safetensors.torch.load(path.read_bytes())
+        weights = path.read_bytes()
+        state = safetensors.torch.load(weights)
     except FileNotFoundError:
         raise BundleError(f"{path}: missing") from None
     except (safetensors.SafetensorError, ValueError, OSError) as exc:
@@ -157,6 +165,9 @@ def load_bundle(directory: Path, snapshot: GraphSnapshot, device: torch.device |
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()
         raise BundleError(f"{path}: weights do not match config.json ({' '.join(first[:2])[:300]})") from None
+    if config.weights_sha256 and hashlib.sha256(weights).hexdigest() != config.weights_sha256:
+        raise BundleError(f"{path}: checksum differs from config.json's weights_sha256 (corrupted or "
+                          "replaced since training); refusing to load it")
     return config, model.to(device).eval()
 
 

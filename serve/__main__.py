@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -94,8 +95,14 @@ def start(config: ServeConfig) -> None:
     built.run()
 
 
+def _stop_before_serving(signum: int, frame: object) -> None:
+    # Until the server is built nothing runs that needs draining (install_sigterm_drain replaces this).
+    raise SystemExit(0)
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the process exit code."""
+    signal.signal(signal.SIGTERM, _stop_before_serving)
     config = parse_args(argv)
     metrics_dir, created = prepare_metrics_dir()
     try:

@@ -8,7 +8,8 @@ ASGI middleware in front of the prediction routes that
   its bound of requests in flight (queued or predicting), so overload sheds instead of queueing;
 * answers ``503`` + ``Connection: close`` to new requests (and ``/health``) once draining, so a
   load balancer moves on while the requests in flight finish;
-* answers ``415`` to a body that is not JSON, before FastAPI turns it into a puzzling 422;
+* answers ``415`` to a body not sent as JSON (or without a Content-Type), before FastAPI turns
+  it into a puzzling 422;
 * answers ``504`` to a request without a response after ``deadline_s`` (a request lost with its
   worker), and records every prediction request's status and latency.
 
@@ -20,6 +21,7 @@ counters made in ``__init__`` would be per process and the bound would multiply.
 from __future__ import annotations
 
 import asyncio
+import email.message
 import json
 import multiprocessing as mp
 import time
@@ -57,9 +59,18 @@ class AdmissionState:
 
 
 def _is_json(content_type: str) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == "" or media == "application/json" or (media.startswith("application/")
-                                                         and media.endswith("+json"))
+    """Whether FastAPI parses a body of this type as JSON, by its own rule (RFC 2045 parsing)."""
+    message = email.message.Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (subtype == "json"
+                                                                 or subtype.endswith("+json"))
+
+
+def _content_type(scope: Scope) -> str | None:
+    # The first one, as Starlette's request.headers.get() reads it.
+    raw = next((value for name, value in scope["headers"] if name == b"content-type"), None)
+    return None if raw is None else raw.decode("latin-1")
 
 
 async def _answer(send: Send, status: int, detail: str,
@@ -109,9 +120,11 @@ class Admission:
             self.metrics.rejected(task, "draining")
             await _answer(send, 503, "shutting down", ((b"connection", b"close"),))
             return 503
-        content_type = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1")
-        if not _is_json(content_type):
-            await _answer(send, 415, f"Content-Type must be application/json, got {content_type!r}")
+        content_type = _content_type(scope)
+        # FastAPI reads a body without a Content-Type as bytes, which fails validation with a 422.
+        if content_type is None or not _is_json(content_type):
+            got = "none" if content_type is None else repr(content_type[:100])
+            await _answer(send, 415, f"Content-Type must be application/json, got {got}")
             return 415
         limit, in_flight = self.state.limits[path], self.state.in_flight[path]
         with in_flight.get_lock():

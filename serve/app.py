@@ -18,13 +18,15 @@ from typing import Any
 import litserve as ls
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from litserve.utils import WorkerSetupStatus
+from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
 from serve.admission import Admission, AdmissionState
 from serve.apis import API_CLASSES, WorkerSettings
 from serve.bundles import TaskBundle
 from serve.config import ServeConfig
-from serve.errors import ERROR_RESPONSES, validation_error_handler
+from serve.errors import ERROR_RESPONSES, http_error_handler, validation_error_handler
 from serve.metrics import LiveGauges, metrics_route
 
 METRICS_PATH = "/metrics"
@@ -40,9 +42,21 @@ class BuiltServer:
     accelerator: str
 
     def run(self) -> None:
-        """Serve until shut down (blocks)."""
-        self.server.run(host=self.config.host, port=self.config.port, num_api_servers=self.config.api_servers,
-                        generate_client_file=False, log_level=self.config.log_level, access_log=False)
+        """Serve until shut down (blocks).
+
+        Raises:
+            RuntimeError: a worker's ``setup()`` failed before any worker was ready.
+        """
+        try:
+            self.server.run(host=self.config.host, port=self.config.port,
+                            num_api_servers=self.config.api_servers, generate_client_file=False,
+                            log_level=self.config.log_level, access_log=False)
+        except RuntimeError:
+            # LitServe gives up start-up ("One or more workers failed to start") without stopping
+            # the workers still in setup() or its Manager; the interpreter would wait for them.
+            self._stop_children()
+            if not self.admission.draining.value:  # not a start-up stopped by SIGTERM
+                raise
 
     def install_sigterm_drain(self) -> None:
         """On SIGTERM: refuse new requests (503), let those in flight finish, then stop; exit 0.
@@ -73,7 +87,26 @@ class BuiltServer:
             time.sleep(0.02)
         while self.server._shutdown_event is None:  # SIGTERM before run() made the event
             time.sleep(0.05)
+        if not self._any_worker_ready():
+            # LitServe's run() is still waiting for a first ready worker, which may take minutes
+            # of compiling; marking the workers failed makes it give up now (see run()).
+            for worker in list(self.server.workers_setup_status.keys()):
+                self.server.workers_setup_status[worker] = WorkerSetupStatus.ERROR
         self.server._shutdown_event.set()  # LitServe's own graceful shutdown (private, pinned <0.3)
+
+    def _any_worker_ready(self) -> bool:
+        return any(s == WorkerSetupStatus.READY for s in self.server.workers_setup_status.values())
+
+    def _stop_children(self) -> None:
+        for worker in self.server.inference_workers:
+            worker.terminate()
+        for worker in self.server.inference_workers:
+            worker.join(5)
+            if worker.is_alive():
+                worker.kill()
+        manager = getattr(self.server.transport_config, "manager", None)
+        if manager is not None:
+            manager.shutdown()
 
 
 def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: str) -> BuiltServer:
@@ -102,6 +135,7 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
     # Compressing ~100-byte JSON answers costs CPU and saves nothing.
     app.user_middleware = [m for m in app.user_middleware if m.cls is not GZipMiddleware]
     app.add_exception_handler(RequestValidationError, validation_error_handler)
+    app.add_exception_handler(HTTPException, http_error_handler)
     _document_errors(app, {api.api_path for api in apis})
     app.add_api_route(METRICS_PATH, metrics_route(_live_gauges(server, admission)), methods=["GET"],
                       include_in_schema=False)

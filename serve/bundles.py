@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.bundle import CONFIG_FILE, SNAPSHOT_DIR, BundleError, load_bundle
+import torch
+
+from models.bundle import CONFIG_FILE, SNAPSHOT_DIR, WEIGHTS_FILE, BundleError, load_bundle
 from models.snapshot import GraphSnapshot, SnapshotError
 from serve.config import TASKS
 
@@ -56,6 +58,11 @@ def find_bundles(artifacts: Path, tasks: tuple[str, ...] | None = None) -> list[
 def check_bundles(bundles: list[TaskBundle]) -> None:
     """Load every bundle on the CPU: config, weights, and fingerprint against the snapshot.
 
+    The snapshot's arrays are hashed once against the fingerprint in its ``meta.json``: opening
+    only checks shapes and dtypes, so a flipped byte inside an array would otherwise be served as
+    data. Hashing reads every array, which also puts them in the page cache the workers share.
+    Weights carry no checksum, so a corrupt value is caught only where it decodes to NaN or infinity.
+
     Raises:
         ArtifactsError: with the first problem found, naming the file.
     """
@@ -64,9 +71,14 @@ def check_bundles(bundles: list[TaskBundle]) -> None:
         try:
             if bundle.snapshot_dir not in snapshots:
                 snapshots[bundle.snapshot_dir] = GraphSnapshot.open(bundle.snapshot_dir)
-            config, _ = load_bundle(bundle.bundle_dir, snapshots[bundle.snapshot_dir])
+                snapshots[bundle.snapshot_dir].verify()
+            config, model = load_bundle(bundle.bundle_dir, snapshots[bundle.snapshot_dir])
         except (BundleError, SnapshotError) as e:
             raise ArtifactsError(f"cannot serve {bundle.task}: {e}") from e
+        broken = next((name for name, t in model.state_dict().items() if not torch.isfinite(t).all()), None)
+        if broken is not None:
+            raise ArtifactsError(f"cannot serve {bundle.task}: {bundle.bundle_dir / WEIGHTS_FILE}: {broken} "
+                                 "holds NaN or infinite values (corrupt weights)")
         if config.task != bundle.task:
             raise ArtifactsError(f"{bundle.bundle_dir / CONFIG_FILE}: a {config.task} bundle, "
                                  f"not {bundle.task}")

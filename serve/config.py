@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,8 @@ TASKS = ("churn", "sales", "purchase")
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")
 COMPILE_STRATEGIES = ("none", "dynamic", "buckets")
 PROG = "python -m serve"
+MAX_BATCH = 1024  # the bucket ladder is fitted and compiled up to it at start-up
+MAX_PROCESSES = 32  # per task (workers) or in all (API servers); more only thrashes one machine
 
 
 def available_cores() -> int:
@@ -76,15 +79,16 @@ class ServeConfig:
             (1024 <= self.port <= 65535, f"--port must be in 1024..65535, got {self.port}"),
             (self.tasks is None or (bool(self.tasks) and set(self.tasks) <= set(TASKS)),
              f"--tasks must name some of {', '.join(TASKS)}, got {self.tasks}"),
-            (self.max_batch_size >= 1, "--max-batch-size must be at least 1"),
+            (1 <= self.max_batch_size <= MAX_BATCH, f"--max-batch-size must be in 1..{MAX_BATCH}"),
             (self.batch_timeout_s >= 0, "--batch-timeout must not be negative"),
             (self.compile in COMPILE_STRATEGIES, f"--compile must be one of {', '.join(COMPILE_STRATEGIES)}"),
             (not self.cuda_graphs or self.compile == "buckets", "--cuda-graphs needs --compile buckets"),
             (self.accelerator in ("auto", "cpu", "cuda"), "--accelerator must be auto, cpu or cuda"),
             (not (self.cuda_graphs and self.accelerator == "cpu"), "--cuda-graphs needs --accelerator cuda"),
-            (self.workers_per_task >= 1 and self.api_servers >= 1,
-             "--workers-per-task and --api-servers must be at least 1"),
-            (self.threads is None or self.threads >= 1, "--threads must be at least 1"),
+            (1 <= self.workers_per_task <= MAX_PROCESSES and 1 <= self.api_servers <= MAX_PROCESSES,
+             f"--workers-per-task and --api-servers must be in 1..{MAX_PROCESSES}"),
+            (self.threads is None or 1 <= self.threads <= available_cores(),
+             f"--threads must be in 1..{available_cores()} (the cores this process may use)"),
             (self.max_queue >= 1, "--max-queue must be at least 1"),
             (self.request_timeout_s > 0, "--request-timeout must be positive"),
             (self.batch_timeout_s < self.request_timeout_s,
@@ -95,7 +99,11 @@ class ServeConfig:
             (self.retry_after_s >= 0 and self.drain_timeout_s >= 0,
              "--retry-after and --drain-timeout must not be negative"),
         ]
-        for ok, message in checks:
+        times = {"--batch-timeout": self.batch_timeout_s, "--request-timeout": self.request_timeout_s,
+                 "--deadline": self.deadline_s or 0.0, "--drain-timeout": self.drain_timeout_s}
+        finite = [(math.isfinite(seconds), f"{flag} must be a finite number of seconds")
+                  for flag, seconds in times.items()]
+        for ok, message in finite + checks:
             if not ok:
                 raise ValueError(message)
 

@@ -7,6 +7,9 @@ request never reaches, and so never fails, a batch.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.schema import ARTICLE_ID_LEN, CUSTOMER_ID_LEN
@@ -14,12 +17,45 @@ from models.schema import ARTICLE_ID_LEN, CUSTOMER_ID_LEN
 MAX_K = 100
 DEFAULT_K = 12
 
-CUSTOMER_ID_PATTERN = f"^[0-9a-f]{{{CUSTOMER_ID_LEN}}}$"
-ARTICLE_ID_PATTERN = f"^[0-9]{{{ARTICLE_ID_LEN}}}$"
 
-_CUSTOMER_ID = Field(pattern=CUSTOMER_ID_PATTERN, description=f"{CUSTOMER_ID_LEN} lowercase hex characters.",
+@dataclass(frozen=True)
+class IdFormat:
+    """A fixed-length id over one character class, e.g. 64 lowercase hex characters.
+
+    Args:
+        length: number of characters.
+        characters: a regex character class body, e.g. ``"0-9a-f"``.
+        name: what the characters are, for messages.
+    """
+
+    length: int
+    characters: str
+    name: str
+
+    @property
+    def pattern(self) -> str:
+        return f"^[{self.characters}]{{{self.length}}}$"
+
+    @property
+    def description(self) -> str:
+        return f"{self.length} {self.name}"
+
+    def problem(self, value: str) -> str:
+        """Why ``value`` does not match, without quoting more than one of its characters."""
+        if len(value) != self.length:
+            return f"got {len(value)} character{'' if len(value) == 1 else 's'}"
+        allowed = re.compile(f"[{self.characters}]")
+        bad = next(((i, c) for i, c in enumerate(value) if not allowed.fullmatch(c)), None)
+        return f"got {bad[1]!a} at position {bad[0]}" if bad else "got a string that does not match"
+
+
+CUSTOMER_ID = IdFormat(CUSTOMER_ID_LEN, "0-9a-f", "lowercase hex characters")
+ARTICLE_ID = IdFormat(ARTICLE_ID_LEN, "0-9", "digits (keep the leading zero)")
+ID_FORMATS = {f.pattern: f for f in (CUSTOMER_ID, ARTICLE_ID)}
+
+_CUSTOMER_ID = Field(pattern=CUSTOMER_ID.pattern, description=CUSTOMER_ID.description + ".",
                      examples=["00000dbacae5abe5e23885899a1fa44253a17956c6d1c3d25f88aa139fdfc657"])
-_ARTICLE_ID = Field(pattern=ARTICLE_ID_PATTERN, description=f"{ARTICLE_ID_LEN} digits, leading zero kept.",
+_ARTICLE_ID = Field(pattern=ARTICLE_ID.pattern, description=ARTICLE_ID.description + ".",
                     examples=["0108775015"])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +108,12 @@ class FitConfig:
                 raise FitError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
         if self.max_train_cutoffs is not None and self.max_train_cutoffs < 0:
             raise FitError(f"--max-train-cutoffs must be 0 (all) or more, got {self.max_train_cutoffs}")
-        if (self.lr is not None and self.lr <= 0) or self.weight_decay < 0 or self.threads < 0:
-            raise FitError("--lr must be positive, --weight-decay and --threads non-negative")
+        if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
+            raise FitError(f"--lr must be a positive number, got {self.lr}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0) or self.threads < 0:
+            raise FitError("--weight-decay and --threads must be non-negative numbers")
+        if not 0 <= self.seed < 2**32:  # numpy's generators take seeds in this range only
+            raise FitError(f"--seed must be in 0..{2**32 - 1}, got {self.seed}")
         if self.fanouts is not None and (not self.fanouts or min(self.fanouts) < 1):
             raise FitError(f"--fanouts must be positive, got {list(self.fanouts)}")
         unknown = [t for t in self.tasks if t not in TASKS]

@@ -36,6 +36,7 @@ from training.synth_shopping import simulate
 
 MAX_DAYS = 36_500
 MAX_ARTICLES = 1_000_000  # about 450k products: the real six-digit product-code range holds 850k
+MAX_CUSTOMERS = 10_000_000  # 7x the real 1.37M; far more only ends in a MemoryError mid-run
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,10 @@ class SynthConfig:
             raise ValueError(f"days must be at most {MAX_DAYS}, got {self.days}")
         if self.articles > MAX_ARTICLES:
             raise ValueError(f"articles must be at most {MAX_ARTICLES}, got {self.articles}")
+        if self.customers > MAX_CUSTOMERS:
+            raise ValueError(f"customers must be at most {MAX_CUSTOMERS}, got {self.customers}")
+        if self.end_date.toordinal() - self.days < 0:
+            raise ValueError(f"{self.days} days ending {self.end_date} would start before year 1")
         if self.seed < 0:
             raise ValueError(f"seed must be non-negative, got {self.seed}")
 

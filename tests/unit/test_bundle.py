@@ -65,7 +65,9 @@ def saved(request: pytest.FixtureRequest, snapshot: GraphSnapshot,
 def test_round_trip_restores_config_weights_and_predictions(saved, snapshot: GraphSnapshot) -> None:
     directory, model = saved
     config, loaded = load_bundle(directory, snapshot)
-    assert config.to_dict() == _bundle_config(model.task, snapshot).to_dict()
+    assert len(config.weights_sha256) == 64
+    expected = _bundle_config(model.task, snapshot).to_dict() | {"weights_sha256": config.weights_sha256}
+    assert config.to_dict() == expected
     assert set(loaded.state_dict()) == set(model.state_dict())
     for name, value in model.state_dict().items():
         assert torch.equal(loaded.state_dict()[name], value), name
@@ -127,6 +129,15 @@ def test_weights_of_another_shape_are_refused(saved, snapshot, tmp_path) -> None
     config["model"]["hidden"] = 32
     (bundle / CONFIG_FILE).write_text(json.dumps(config))
     with pytest.raises(BundleError, match=r"weights do not match config\.json"):
+        load_bundle(bundle, snapshot)
+
+
+def test_a_flipped_byte_in_the_weights_is_refused(saved, snapshot, tmp_path) -> None:
+    bundle = Path(shutil.copytree(saved[0], tmp_path / "bundle"))
+    weights = bytearray((bundle / WEIGHTS_FILE).read_bytes())
+    weights[-1] ^= 0x01  # a value's last byte: still valid safetensors of the right shapes
+    (bundle / WEIGHTS_FILE).write_bytes(bytes(weights))
+    with pytest.raises(BundleError, match=r"checksum differs from config\.json's weights_sha256"):
         load_bundle(bundle, snapshot)
 
 

@@ -30,8 +30,9 @@ class SlowApp:
         await send({"type": "http.response.body", "body": b"{}"})
 
 
-async def call(app, path: str = PATH, method: str = "POST", content_type: bytes = b"application/json"):
-    scope = {"type": "http", "path": path, "method": method, "headers": [(b"content-type", content_type)]}
+async def call(app, path: str = PATH, method: str = "POST", content_type: bytes | None = b"application/json"):
+    headers = [] if content_type is None else [(b"content-type", content_type)]
+    scope = {"type": "http", "path": path, "method": method, "headers": headers}
     sent = []
 
     async def receive():
@@ -94,18 +95,48 @@ def test_draining_refuses_predictions_and_health_but_not_other_routes(registry):
 
 
 @pytest.mark.parametrize("content_type", [b"application/json", b"application/json; charset=utf-8",
-                                          b"application/vnd.api+json", b""])
+                                          b"application/vnd.api+json", b"APPLICATION/JSON"])
 def test_json_content_types_are_admitted(registry, content_type):
     admission, _ = make(SlowApp(), registry)
     assert asyncio.run(call(admission, content_type=content_type))[0] == 200
 
 
-def test_other_content_types_get_415_naming_the_type(registry):
+@pytest.mark.parametrize("content_type", [b"text/plain", b"application/x/y+json", b"application/jsonp"])
+def test_other_content_types_get_415_naming_the_type(registry, content_type):
+    # application/x/y+json: two slashes, which FastAPI's RFC 2045 parsing reads as text/plain.
     inner = SlowApp()
     admission, state = make(inner, registry)
-    status, _, body = asyncio.run(call(admission, content_type=b"text/plain"))
-    assert status == 415 and "text/plain" in body["detail"] and "application/json" in body["detail"]
+    status, _, body = asyncio.run(call(admission, content_type=content_type))
+    assert status == 415 and content_type.decode() in body["detail"] and "application/json" in body["detail"]
     assert inner.calls == 0 and state.total_in_flight() == 0
+
+
+@pytest.mark.parametrize("content_type, shown", [(None, "got none"), (b"", "got ''"),
+                                                 (b"text/plain" + b"x" * 500, "got 'text/plain")])
+def test_a_missing_or_empty_content_type_gets_415_too(registry, content_type, shown):
+    # FastAPI reads such a body as bytes, so it would fail validation with a misleading 422.
+    inner = SlowApp()
+    admission, _ = make(inner, registry)
+    status, _, body = asyncio.run(call(admission, content_type=content_type))
+    assert status == 415 and shown in body["detail"] and len(body["detail"]) < 200
+    assert inner.calls == 0
+
+
+def test_the_first_content_type_header_decides_as_in_starlette(registry):
+    inner = SlowApp()
+    admission, _ = make(inner, registry)
+    scope = {"type": "http", "path": PATH, "method": "POST",
+             "headers": [(b"content-type", b"text/plain"), (b"content-type", b"application/json")]}
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(admission(scope, receive, send))
+    assert sent[0]["status"] == 415 and inner.calls == 0
 
 
 def test_a_request_without_answer_gets_504_at_the_deadline_and_frees_its_slot(registry):

@@ -39,7 +39,7 @@ def test_defaults_and_derived_limits():
 
 @pytest.mark.parametrize("args, message", [
     (["--port", "80"], "--port must be in 1024..65535"),
-    (["--max-batch-size", "0"], "--max-batch-size must be at least 1"),
+    (["--max-batch-size", "0"], "--max-batch-size must be in 1..1024"),
     (["--batch-timeout", "20", "--request-timeout", "10"], "--batch-timeout must be below"),
     (["--compile", "none", "--cuda-graphs"], "--cuda-graphs needs --compile buckets"),
     (["--tasks", "churn,nope"], "unknown task"),
