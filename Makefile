@@ -14,7 +14,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install test lint serve demo-data demo-artifacts bench clean
+.PHONY: install test lint serve demo-data demo-artifacts loadtest clean
 
 install: $(STAMP)
 
@@ -44,6 +44,10 @@ demo-artifacts: demo-data
 
 serve: demo-artifacts
 	$(BIN)/python -m serve --artifacts $(ARTIFACTS) --host $(HOST) --port $(PORT)
+
+# A 60 s headless Locust run against a server it starts itself; the report goes to out/loadtest.
+loadtest: demo-artifacts
+	$(BIN)/python -m loadtest.run --artifacts $(ARTIFACTS) --users 16 --spawn-rate 16 --duration 60s --out out/loadtest
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
