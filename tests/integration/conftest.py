@@ -42,13 +42,10 @@ def snapshot(artifacts: Path) -> GraphSnapshot:
 @pytest.fixture(scope="session")
 def server(artifacts: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One server for all tasks, ready (every bucket compiled and warmed), stopped at the end."""
-    process = ServerProcess(artifacts, *SERVER_ARGS, log_path=tmp_path_factory.mktemp("server") / "serve.log")
-    process.start()
-    try:
+    log_path = tmp_path_factory.mktemp("server") / "serve.log"
+    with ServerProcess(artifacts, *SERVER_ARGS, log_path=log_path) as process:
         process.wait_ready(timeout=900)
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="session")

@@ -35,17 +35,13 @@ DEADLINE_S = 6.0
 
 @pytest.fixture(scope="module")
 def small_server(artifacts: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = ServerProcess(artifacts, "--tasks", "churn,sales", "--compile", "none", "--max-batch-size", "8",
-                            "--batch-timeout", str(BATCH_WINDOW_S), "--max-queue", str(MAX_QUEUE),
-                            "--retry-after", RETRY_AFTER, "--request-timeout", "3",
-                            "--deadline", str(DEADLINE_S),
-                            log_path=tmp_path_factory.mktemp("overload") / "serve.log")
-    process.start()
-    try:
+    with ServerProcess(artifacts, "--tasks", "churn,sales", "--compile", "none", "--max-batch-size", "8",
+                       "--batch-timeout", str(BATCH_WINDOW_S), "--max-queue", str(MAX_QUEUE),
+                       "--retry-after", RETRY_AFTER, "--request-timeout", "3",
+                       "--deadline", str(DEADLINE_S),
+                       log_path=tmp_path_factory.mktemp("overload") / "serve.log") as process:
         process.wait_ready(timeout=300)
         yield process
-    finally:
-        process.stop()
 
 
 def predict(server: ServerProcess, task: str, body: dict) -> tuple[requests.Response, float]:

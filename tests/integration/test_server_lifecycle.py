@@ -30,15 +30,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def small_server(artifacts: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = ServerProcess(artifacts, "--tasks", "churn", "--compile", "none", "--batch-timeout", "1.0",
-                            "--max-batch-size", "4", "--drain-timeout", "20",
-                            log_path=tmp_path_factory.mktemp("lifecycle") / "serve.log")
-    process.start()
-    try:
+    with ServerProcess(artifacts, "--tasks", "churn", "--compile", "none", "--batch-timeout", "1.0",
+                       "--max-batch-size", "4", "--drain-timeout", "20",
+                       log_path=tmp_path_factory.mktemp("lifecycle") / "serve.log") as process:
         process.wait_ready(timeout=300)
         yield process
-    finally:
-        process.stop()
 
 
 def churn(server: ServerProcess, customer_id: str) -> requests.Response:
