@@ -61,7 +61,9 @@ def check_bundles(bundles: list[TaskBundle]) -> None:
     The snapshot's arrays are hashed once against the fingerprint in its ``meta.json``: opening
     only checks shapes and dtypes, so a flipped byte inside an array would otherwise be served as
     data. Hashing reads every array, which also puts them in the page cache the workers share.
-    Weights carry no checksum, so a corrupt value is caught only where it decodes to NaN or infinity.
+    Weights are checked against the sha256 in ``config.json`` by :func:`models.bundle.load_bundle`;
+    non-finite values are refused here too, since a diverged training run saves them with a valid
+    checksum.
 
     Raises:
         ArtifactsError: with the first problem found, naming the file.

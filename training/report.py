@@ -22,14 +22,6 @@ def metrics_document(task: str, val: dict[str, Any], test: dict[str, Any]) -> di
             "val": val, "test": test}
 
 
-def beats_baselines(document: dict[str, Any], split: str = "test") -> bool:
-    """Whether the model is better than every baseline on the primary metric of ``split``."""
-    primary, higher = document["primary"], document["higher_is_better"]
-    ours = document[split][MODEL][primary]
-    others = [m[primary] for m in document[split]["baselines"].values()]
-    return all(ours > o if higher else ours < o for o in others)
-
-
 def results_table(documents: list[dict[str, Any]], split: str = "test") -> str:
     """A plain-text table: per task, the model and each baseline on every metric of ``split``.
 

@@ -81,6 +81,15 @@ def nan_weights(path: Path) -> None:
     path.write_bytes(safetensors.torch.save(state))
 
 
+def nan_weights_checksummed(path: Path) -> None:
+    # As a diverged training run would write them: the checksum matches, the values are NaN.
+    nan_weights(path)
+    config_path = path.parent / CONFIG_FILE
+    config = json.loads(config_path.read_text())
+    config["weights_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    config_path.write_text(json.dumps(config))
+
+
 def config_missing_fields(path: Path) -> None:
     path.write_text(json.dumps({"format": 1, "task": "churn"}))
 
@@ -92,6 +101,7 @@ BROKEN: dict[str, tuple[str, Callable[[Path], None], str]] = {
     # Both still parse as safetensors of the right shapes: the checksum in config.json tells.
     "weights-nan": (f"churn/{WEIGHTS_FILE}", nan_weights, "checksum differs"),
     "weights-flipped": (f"churn/{WEIGHTS_FILE}", flip_last_byte, "checksum differs"),
+    "weights-nan-checksummed": (f"churn/{WEIGHTS_FILE}", nan_weights_checksummed, "NaN or infinite values"),
     "config-truncated": (f"churn/{CONFIG_FILE}", truncate, "invalid bundle config"),
     "config-missing-fields": (f"churn/{CONFIG_FILE}", config_missing_fields, "invalid bundle config"),
     "snapshot-array-truncated": (f"{SNAPSHOT_DIR}/{ARRAY}", truncate, "corrupt or truncated"),
