@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from training.synth import SynthConfig, generate
+from training.synth.cli import SynthConfig, generate
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +46,7 @@ def small_csv_dir(tmp_path_factory: pytest.TempPathFactory, small_synth_config: 
 def trained_artifacts(tmp_path_factory: pytest.TempPathFactory, tiny_csv_dir: Path) -> Path:
     """``python -m training.fit --task all --epochs 1 --compile none`` on ``tiny_csv_dir`` (run in-process):
     a bundle per task in ``<dir>/<task>/`` and the snapshot in ``<dir>/snapshot/``. Treat as read-only."""
-    from training.fit import main
+    from training.fit.run import main
 
     out = tmp_path_factory.mktemp("trained_artifacts")
     code = main(["--data", str(tiny_csv_dir), "--task", "all", "--out", str(out), "--epochs", "1",

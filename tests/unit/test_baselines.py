@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 
 from models.tables import Transactions
-from training.baselines import (
+from training.tasks.baselines import (
     BASELINES,
     churn_recency_frequency,
     purchase_popular,
     purchase_repeat,
     sales_last_week,
 )
-from training.task_table import TaskTable, concat_tables
-from training.tasks import TASKS
+from training.tasks.definitions import TASKS
+from training.tasks.table import TaskTable, concat_tables
 
 SEED = 111  # cutoff 110: the "last week" is days 104..110
 

@@ -10,7 +10,7 @@ import torch
 from models.buckets import Bucket, BucketLadder, empty_inputs, pad_inputs, pad_rows
 from models.features import gather_inputs
 from models.sampler import SamplerConfig, TemporalSampler
-from training.random_batches import random_batch, random_tables, tree_max_sizes
+from training.bench.random_batches import random_batch, random_tables, tree_max_sizes
 
 TABLES = random_tables(300, 80)
 MAX_SIZES = tree_max_sizes((12, 8))

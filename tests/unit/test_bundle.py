@@ -26,7 +26,7 @@ from models.inference import TaskInference, fitted_ladder
 from models.model import TaskModel
 from models.sampler import SamplerConfig, TemporalSampler
 from models.snapshot import GraphSnapshot
-from training.synthetic_tables import SyntheticSize, synthetic_tables
+from training.synth.tables import SyntheticSize, synthetic_tables
 
 SIZE = SyntheticSize(num_customers=60, num_articles=25, num_transactions=900, num_days=30)
 SMALL_MODEL = ModelConfig(hidden=16, head_hidden=16, embedding_dim=8, time_channels=4)

@@ -24,7 +24,7 @@ from models.config import ModelConfig
 from models.features import gather_inputs, table_specs
 from models.model import TaskModel
 from models.train_step import TrainStep, tensor_lr_adam
-from training.random_batches import random_batch, random_tables, random_targets, tree_max_sizes
+from training.bench.random_batches import random_batch, random_tables, random_targets, tree_max_sizes
 
 pytestmark = pytest.mark.slow
 TABLES = random_tables(300, 80)

@@ -16,13 +16,13 @@ import torch
 from models.bundle import CONFIG_FILE, METRICS_FILE, SNAPSHOT_DIR, WEIGHTS_FILE, BundleError, load_bundle
 from models.inference import TaskInference
 from models.snapshot import GraphSnapshot
-from training.baselines import BASELINES
-from training.evaluate import evaluate_model
-from training.fit import main
-from training.fit_data import task_splits
-from training.load_csv import load_tables
-from training.synth import SynthConfig, generate
-from training.tasks import TASKS
+from training.data.load import load_tables
+from training.fit.data import task_splits
+from training.fit.evaluate import evaluate_model
+from training.fit.run import main
+from training.synth.cli import SynthConfig, generate
+from training.tasks.baselines import BASELINES
+from training.tasks.definitions import TASKS
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from models.schema import ARTICLE_COLUMNS, CUSTOMER_COLUMNS, TRANSACTION_COLUMNS, day_number
-from training import csv_common, csv_transactions
-from training.load_csv import DataError, UnknownReferenceWarning, load_tables
+from training.data import common as csv_common
+from training.data import transactions as csv_transactions
+from training.data.load import DataError, UnknownReferenceWarning, load_tables
 
 C1, C2, C3 = (f"{n:064x}" for n in (0xBEEF, 0x00AA, 0xF00D))  # file order is not id order
 A1, A2 = "0108775015", "0200000001"

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from training.metrics import (
+from training.tasks.definitions import TASKS
+from training.tasks.metrics import (
     auroc,
     average_precision,
     average_ranks,
@@ -16,8 +17,7 @@ from training.metrics import (
     mae,
     rmse,
 )
-from training.task_table import TaskTable
-from training.tasks import TASKS
+from training.tasks.table import TaskTable
 
 
 def csr(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:

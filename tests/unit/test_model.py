@@ -11,7 +11,7 @@ from models.config import ModelConfig
 from models.features import gather_inputs, table_specs
 from models.heads import PurchaseHead
 from models.model import TaskModel
-from training.random_batches import RandomTables, random_batch, random_tables, tree_max_sizes
+from training.bench.random_batches import RandomTables, random_batch, random_tables, tree_max_sizes
 
 TABLES = random_tables(300, 80)
 SPECS = table_specs(TABLES)

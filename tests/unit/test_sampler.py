@@ -14,7 +14,7 @@ from models.schema import ARTICLE, BOUGHT_BY, BUYS, CUSTOMER, EDGE_TYPES, NODE_T
 from models.snapshot import GraphSnapshot
 from models.subgraph import SubgraphBatch
 from models.tables import RelTables
-from training.synthetic_tables import SyntheticSize, synthetic_tables, tables_from_purchases
+from training.synth.tables import SyntheticSize, synthetic_tables, tables_from_purchases
 
 # Few days, so many purchases share a day and tie-breaking matters.
 SMALL = SyntheticSize(num_customers=60, num_articles=25, num_transactions=1500, num_days=30)

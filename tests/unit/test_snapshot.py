@@ -15,9 +15,9 @@ import pytest
 from models.schema import ARTICLE, CUSTOMER, NODE_TYPES, day_number
 from models.snapshot import GraphSnapshot, SnapshotError
 from models.tables import RelTables
-from training.load_csv import load_tables
-from training.synth import SynthConfig, generate
-from training.synthetic_tables import SyntheticSize, synthetic_tables
+from training.data.load import load_tables
+from training.synth.cli import SynthConfig, generate
+from training.synth.tables import SyntheticSize, synthetic_tables
 
 SMALL = SyntheticSize(num_customers=80, num_articles=30, num_transactions=2000, num_days=25)
 

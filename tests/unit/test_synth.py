@@ -22,8 +22,8 @@ from models.schema import (
     TRANSACTION_COLUMNS,
     TRANSACTIONS_CSV,
 )
-from training.synth import SynthConfig, generate, main
-from training.synth_csv import encode_rows
+from training.synth.cli import SynthConfig, generate, main
+from training.synth.csv_format import encode_rows
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 FILES = {

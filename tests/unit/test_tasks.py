@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from models.tables import Transactions
-from training.baselines import BASELINES
-from training.load_csv import load_tables
-from training.metrics import compute_metrics
-from training.split_cutoffs import split_cutoffs
-from training.task_table import TaskTable, concat_tables
-from training.tasks import TASKS
+from training.data.load import load_tables
+from training.tasks.baselines import BASELINES
+from training.tasks.cutoffs import split_cutoffs
+from training.tasks.definitions import TASKS
+from training.tasks.metrics import compute_metrics
+from training.tasks.table import TaskTable, concat_tables
 
 NUM_NODES = {"customer": 6, "article": 5}
 CUTOFF = 110  # churn entity window days 104..110, label window days 111..117

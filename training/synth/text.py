@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.synth_vocab import PRODUCT_TYPES
+from training.synth.vocab import PRODUCT_TYPES
 
 # fmt: off
 _NAMES = (

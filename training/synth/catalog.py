@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from training.synth_text import describe_products, name_products
-from training.synth_vocab import (
+from training.synth.text import describe_products, name_products
+from training.synth.vocab import (
     APPEARANCES,
     COLOURS,
     DEPARTMENTS,

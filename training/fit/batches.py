@@ -13,7 +13,7 @@ from models.features import ModelInputs, gather_inputs
 from models.sampler import TemporalSampler
 from models.schema import ARTICLE
 from models.snapshot import GraphSnapshot
-from training.task_table import TaskTable
+from training.tasks.table import TaskTable
 
 
 class Batch(NamedTuple):

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from models.schema import TRANSACTIONS_CSV
 from models.tables import NodeTable, Transactions
-from training.csv_common import (
+from training.data.common import (
     DataError,
     check_columns,
     convert_options,
@@ -31,7 +31,7 @@ from training.csv_common import (
     require_present,
     show,
 )
-from training.csv_locate import located_errors
+from training.data.locate import located_errors
 
 # Rows mapped per index_in call: amortises the id hashing; ~0.35 GB of id text per group.
 GROUP_ROWS = 4_000_000

@@ -22,7 +22,7 @@ from models.schema import (
     CUSTOMERS_CSV,
 )
 from models.tables import NodeTable
-from training.csv_common import (
+from training.data.common import (
     DataError,
     check_columns,
     convert_options,
@@ -33,7 +33,7 @@ from training.csv_common import (
     require_present,
     show,
 )
-from training.csv_locate import located_errors
+from training.data.locate import located_errors
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from models.compile import STRATEGIES, CompileConfig, Predictor, compiled_graph_
 from models.features import ModelInputs
 from models.model import TaskModel
 from models.train_step import TrainStep, tensor_lr_adam
-from training.bench_batches import BatchSource
-from training.bench_start import measure_start
-from training.random_batches import random_targets
+from training.bench.batches import BatchSource
+from training.bench.random_batches import random_targets
+from training.bench.start import measure_start
 
 SEED_TYPE = {"churn": "customer", "sales": "article"}
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from models.tables import Transactions
-from training.day_windows import day_slice, sort_by_day
-from training.task_table import TaskTable
+from training.tasks.day_windows import day_slice, sort_by_day
+from training.tasks.table import TaskTable
 
 Baseline = Callable[[Transactions, TaskTable], np.ndarray]
 

@@ -16,10 +16,10 @@ from models.bundle import SNAPSHOT_DIR
 from models.schema import ARTICLES_CSV, CUSTOMERS_CSV, TRANSACTIONS_CSV
 from models.snapshot import GraphSnapshot, SnapshotError
 from models.tables import Transactions
-from training.fit_config import FitError
-from training.load_csv import DataError, load_tables
-from training.task_table import TaskTable, concat_tables
-from training.tasks import TASKS
+from training.data.load import DataError, load_tables
+from training.fit.config import FitError
+from training.tasks.definitions import TASKS
+from training.tasks.table import TaskTable, concat_tables
 
 SOURCE_FILE = "source.json"
 CSV_FILES = (CUSTOMERS_CSV, ARTICLES_CSV, TRANSACTIONS_CSV)

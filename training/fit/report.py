@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from training.evaluate import Metrics
-from training.tasks import TASKS
+from training.fit.evaluate import Metrics
+from training.tasks.definitions import TASKS
 
 MODEL = "model"
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from training.csv_common import DataError, convert_options, line_number, read_options, show
+from training.data.common import DataError, convert_options, line_number, read_options, show
 
 _CONVERSION = re.compile(r"CSV column #(\d+): CSV conversion error to ([^:]+): invalid value '(.*)'$", re.S)
 _TYPE_WORDS = {"date32[day]": "a date (YYYY-MM-DD)", "float": "a number", "double": "a number"}

@@ -10,7 +10,7 @@ import torch
 
 from models.features import ModelInputs, TableSpec, gather_inputs, table_specs
 from models.schema import ARTICLE, CUSTOMER, EdgeType
-from training.random_batches import random_batches, random_tables, tree_max_sizes
+from training.bench.random_batches import random_batches, random_tables, tree_max_sizes
 
 FANOUTS = (12, 8)
 _OTHER = {CUSTOMER: ARTICLE, ARTICLE: CUSTOMER}

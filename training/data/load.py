@@ -12,9 +12,9 @@ import warnings
 from pathlib import Path
 
 from models.tables import RelTables
-from training.csv_common import DataError
-from training.csv_nodes import ARTICLES, CUSTOMERS, read_node_table
-from training.csv_transactions import UnknownReferences, read_transactions
+from training.data.common import DataError
+from training.data.nodes import ARTICLES, CUSTOMERS, read_node_table
+from training.data.transactions import UnknownReferences, read_transactions
 
 __all__ = ["DataError", "UnknownReferenceWarning", "UnknownReferences", "load_tables"]
 

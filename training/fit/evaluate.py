@@ -12,10 +12,10 @@ import torch
 
 from models.inference import TaskInference
 from models.tables import Transactions
-from training.baselines import BASELINES
-from training.metrics import compute_metrics
-from training.task_table import TaskTable
-from training.tasks import LINK, TASKS
+from training.tasks.baselines import BASELINES
+from training.tasks.definitions import LINK, TASKS
+from training.tasks.metrics import compute_metrics
+from training.tasks.table import TaskTable
 
 Metrics = dict[str, float]
 

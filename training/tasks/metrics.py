@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.task_table import TaskTable
-from training.tasks import BINARY, LINK, REGRESSION, Task
+from training.tasks.definitions import BINARY, LINK, REGRESSION, Task
+from training.tasks.table import TaskTable
 
 
 def _check_pair(y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ from models.features import ModelInputs
 from models.model import TaskModel
 from models.schema import ARTICLE
 from models.train_step import TrainStep, tensor_lr_adam
-from training.train_batches import TrainBatches
+from training.fit.batches import TrainBatches
 
 
 @dataclass(frozen=True)

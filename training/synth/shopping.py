@@ -1,8 +1,8 @@
 """The day-by-day shopping simulation that produces the transactions.
 
 The loop runs over calendar days; all work inside a day is vectorised over that day's
-visitors and their basket items (see :mod:`training.synth_visits` for when customers come,
-:mod:`training.synth_basket` for what they buy). Rows come out in the real file's order:
+visitors and their basket items (see :mod:`training.synth.visits` for when customers come,
+:mod:`training.synth.basket` for what they buy). Rows come out in the real file's order:
 by day, then by customer (dense index = rank of the id).
 """
 
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from training.synth_basket import PurchaseHistory, Shelves, pick_articles, price_units
-from training.synth_catalog import Catalog
-from training.synth_customers import Behaviour, Shoppers, Tastes
-from training.synth_visits import VisitClock
-from training.synth_vocab import DEPARTMENTS
+from training.synth.basket import PurchaseHistory, Shelves, pick_articles, price_units
+from training.synth.catalog import Catalog
+from training.synth.customers import Behaviour, Shoppers, Tastes
+from training.synth.visits import VisitClock
+from training.synth.vocab import DEPARTMENTS
 
 
 @dataclass

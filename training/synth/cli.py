@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from models.schema import ARTICLES_CSV, CUSTOMERS_CSV, TRANSACTIONS_CSV, day_number, day_to_date
-from training.synth_catalog import make_catalog
-from training.synth_customers import Behaviour, make_customers, make_shoppers, make_tastes
-from training.synth_files import article_ids, write_articles, write_customers, write_transactions
-from training.synth_shopping import simulate
+from training.synth.catalog import make_catalog
+from training.synth.customers import Behaviour, make_customers, make_shoppers, make_tastes
+from training.synth.files import article_ids, write_articles, write_customers, write_transactions
+from training.synth.shopping import simulate
 
 MAX_DAYS = 36_500
 MAX_ARTICLES = 1_000_000  # about 450k products: the real six-digit product-code range holds 850k

@@ -1,6 +1,6 @@
 """Benchmark the data path: CSV load, snapshot build and open, and sampler throughput.
 
-``python -m training.bench_data --data CSV_DIR --snapshot SNAP_DIR [--batch-sizes 1 16 128]``
+``python -m training.bench.data --data CSV_DIR --snapshot SNAP_DIR [--batch-sizes 1 16 128]``
 
 Prints one line per step and a throughput table per seed type, strategy and batch size
 (``batches/s`` = ``sample()`` calls, ``seeds/s`` = trees). ``--synthetic`` replaces the CSVs
@@ -23,8 +23,8 @@ from models.sampler import SamplerConfig, TemporalSampler
 from models.schema import NODE_TYPES
 from models.snapshot import GraphSnapshot
 from models.tables import RelTables
-from training.load_csv import DataError, load_tables
-from training.synthetic_tables import SyntheticSize, synthetic_tables
+from training.data.load import DataError, load_tables
+from training.synth.tables import SyntheticSize, synthetic_tables
 
 T = TypeVar("T")
 
@@ -127,7 +127,7 @@ class _OneLineErrors(argparse.ArgumentParser):
 
 
 def parse_args(argv: list[str] | None) -> BenchConfig:
-    parser = _OneLineErrors(prog="python -m training.bench_data", description=__doc__.splitlines()[0])
+    parser = _OneLineErrors(prog="python -m training.bench.data", description=__doc__.splitlines()[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", type=Path, help="directory with the three H&M CSV files")
     source.add_argument("--synthetic", action="store_true", help="numpy-made full-size tables instead")
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(config)
     except (DataError, ValueError, OSError) as exc:  # SnapshotError is a ValueError
-        print(f"python -m training.bench_data: error: {exc}", file=sys.stderr)
+        print(f"python -m training.bench.data: error: {exc}", file=sys.stderr)
         return 1
     return 0
 

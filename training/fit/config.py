@@ -11,7 +11,7 @@ from pathlib import Path
 
 from models.compile import STRATEGIES
 from models.config import ModelConfig
-from training.tasks import TASKS
+from training.tasks.definitions import TASKS
 
 ALL_TASKS = "all"
 SAMPLER_STRATEGIES = ("last", "uniform")

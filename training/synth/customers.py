@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from training.synth_csv import random_hex_ids
-from training.synth_sampling import row_cdf, sample_rows
-from training.synth_vocab import (
+from training.synth.csv_format import random_hex_ids
+from training.synth.sampling import row_cdf, sample_rows
+from training.synth.vocab import (
     AGE_BAND_EDGES,
     CLUB_SHARE,
     DEPARTMENTS,

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from training.synth_catalog import Catalog, Lifecycle
-from training.synth_csv import PRICE_UNITS
-from training.synth_customers import Shoppers, Tastes
-from training.synth_sampling import row_cdf, sample_in_ranges, sample_rows
-from training.synth_vocab import DEPARTMENTS, PERCEIVED_MASTERS
+from training.synth.catalog import Catalog, Lifecycle
+from training.synth.csv_format import PRICE_UNITS
+from training.synth.customers import Shoppers, Tastes
+from training.synth.sampling import row_cdf, sample_in_ranges, sample_rows
+from training.synth.vocab import DEPARTMENTS, PERCEIVED_MASTERS
 
 HISTORY_SLOTS = 8  # a repeat purchase re-buys one of the customer's last 8 items
 MAX_PRICE_STEP = 354  # prices are (100 * step - 1) / 59000, so at most about 0.6

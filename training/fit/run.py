@@ -25,14 +25,14 @@ from models.model import TaskModel
 from models.sampler import SamplerConfig, TemporalSampler
 from models.snapshot import GraphSnapshot
 from models.tables import Transactions
-from training.evaluate import Metrics, evaluate_baselines, evaluate_model
-from training.fit_config import FitConfig, FitError, parse_args
-from training.fit_data import prepare_snapshot, task_splits
-from training.report import metrics_document, results_table, split_result
-from training.task_table import TaskTable
-from training.tasks import TASKS
-from training.train_batches import TrainBatches
-from training.train_loop import LRSchedule, Trainer
+from training.fit.batches import TrainBatches
+from training.fit.config import FitConfig, FitError, parse_args
+from training.fit.data import prepare_snapshot, task_splits
+from training.fit.evaluate import Metrics, evaluate_baselines, evaluate_model
+from training.fit.loop import LRSchedule, Trainer
+from training.fit.report import metrics_document, results_table, split_result
+from training.tasks.definitions import TASKS
+from training.tasks.table import TaskTable
 
 PROG = "python -m training.fit"
 

@@ -2,7 +2,7 @@
 
 Cold compiles every bucket from nothing and saves the compile-cache artifact; warm starts another
 fresh process on another empty cache directory, loads only the artifact, and runs the same
-buckets. Used by :mod:`training.bench`; the child side is ``python -m training.bench_start``.
+buckets. Used by :mod:`training.bench.compile`; the child side is ``python -m training.bench.start``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _child(phase: str, task: str, max_seeds: int, factor: float, artifact: Path)
     from models.compile_cache import CompileCacheRecorder, load_compile_cache
     from models.features import table_specs
     from models.model import TaskModel
-    from training.random_batches import random_tables, tree_max_sizes
+    from training.bench.random_batches import random_tables, tree_max_sizes
 
     seed_type = {"churn": "customer", "sales": "article"}[task]
     tables = random_tables(200, 50)
@@ -50,7 +50,7 @@ def _child(phase: str, task: str, max_seeds: int, factor: float, artifact: Path)
 def _spawn(phase: str, task: str, max_seeds: int, factor: float, artifact: Path) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="relserve-inductor-") as cache:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-        cmd = [sys.executable, "-m", "training.bench_start", phase, task, str(max_seeds), str(factor),
+        cmd = [sys.executable, "-m", "training.bench.start", phase, task, str(max_seeds), str(factor),
                str(artifact)]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from training.synth_customers import Behaviour, Shoppers
+from training.synth.customers import Behaviour, Shoppers
 
 
 def footfall(first_day: int, num_days: int) -> np.ndarray:

@@ -15,9 +15,9 @@ import numpy as np
 
 from models.schema import ARTICLE, CUSTOMER
 from models.tables import Transactions
-from training.day_windows import day_slice, seen_mask, sort_by_day
-from training.split_cutoffs import split_cutoffs
-from training.task_table import TaskTable
+from training.tasks.cutoffs import split_cutoffs
+from training.tasks.day_windows import day_slice, seen_mask, sort_by_day
+from training.tasks.table import TaskTable
 
 BINARY = "binary_classification"
 REGRESSION = "regression"

@@ -14,8 +14,8 @@ import numpy as np
 from tqdm import tqdm
 
 from models.schema import ARTICLE_COLUMNS, CUSTOMER_COLUMNS, TRANSACTION_COLUMNS
-from training.synth_catalog import Catalog
-from training.synth_csv import (
+from training.synth.catalog import Catalog
+from training.synth.csv_format import (
     csv_field,
     date_strings,
     decimal_digits,
@@ -23,9 +23,9 @@ from training.synth_csv import (
     price_table,
     write_csv,
 )
-from training.synth_customers import Customers
-from training.synth_shopping import Purchases
-from training.synth_vocab import (
+from training.synth.customers import Customers
+from training.synth.shopping import Purchases
+from training.synth.vocab import (
     APPEARANCES,
     CLUB_STATUSES,
     COLOURS,

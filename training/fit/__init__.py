@@ -1,0 +1,1 @@
+"""``training.fit``: train, select on validation, test against the baselines, write bundles."""

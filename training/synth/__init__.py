@@ -1,0 +1,1 @@
+"""The synthetic H&M generator: catalog, customers, shopping behaviour with planted signal, CSV writing."""

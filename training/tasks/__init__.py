@@ -1,0 +1,1 @@
+"""Task labels, cutoffs, the rule baselines and the metrics."""
