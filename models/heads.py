@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from models.history import NUM_PAIR, NUM_POPULARITY, PurchaseExtras, PurchaseHistory
 from models.schema import ARTICLE, CUSTOMER
 
 
@@ -87,11 +88,16 @@ class SalesHead(nn.Module):
 
 
 class PurchaseHead(nn.Module):
-    """Two towers into one dot-product space; an article's key carries a popularity-style bias.
+    """Two towers plus an ID-aware repeat score for the articles in the customer's own history.
 
     Customer queries are ``[q, 1]`` and article keys ``[k, b]``, so ``query @ key.T = q.k + b``: one
-    matrix product scores every article. The bias is computed from the article's GNN embedding (its
-    recent buyers), not a per-id table, so keys for a new snapshot need no retraining.
+    matrix product scores every article. The bias is computed from the article's GNN embedding and
+    its recent sales (:meth:`prior` of :func:`models.history.article_popularity`), not a per-id
+    table, so keys for a new snapshot need no retraining. A dot product cannot say "this customer
+    buys this very article again", so the articles of the customer's own history
+    (:class:`models.history.PurchaseHistory`) are scored instead by :meth:`repeat_score`, an MLP on
+    the pair's features and the customer's query; :meth:`rank` writes those scores over the
+    dot-product scores at their columns before one ``topk``.
 
     Args:
         hidden: embedding width.
@@ -104,27 +110,63 @@ class PurchaseHead(nn.Module):
         super().__init__()
         self.customer = nn.Linear(hidden, embedding_dim)
         self.article = nn.Linear(hidden, embedding_dim + 1)
+        self.popularity = nn.Sequential(nn.Linear(NUM_POPULARITY, 16), nn.ReLU(), nn.Linear(16, 1))
+        self.repeat = nn.Sequential(nn.Linear(NUM_PAIR + embedding_dim, hidden), nn.ReLU(),
+                                    nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
     def forward(self, emb: Tensor, seed_type: str) -> Tensor:
-        """``(S, hidden)`` -> ``(S, D + 1)``: queries for customers, keys for articles."""
+        """``(S, hidden)`` -> ``(S, D + 1)``: queries for customers, keys (without prior) for articles."""
         if seed_type == ARTICLE:
             return self.article(emb)
         query = self.customer(emb)
         return torch.cat([query, query.new_ones(query.shape[0], 1)], dim=-1)
 
+    def prior(self, popularity: Tensor) -> Tensor:
+        """``(A, NUM_POPULARITY)`` recent sales -> ``(A,)`` score added to each article's key bias."""
+        return self.popularity(popularity).squeeze(-1)
+
+    def with_prior(self, keys: Tensor, popularity: Tensor) -> Tensor:
+        """``(A, D+1)`` keys with :meth:`prior` added to their bias column."""
+        return torch.cat([keys[:, :-1], keys[:, -1:] + self.prior(popularity).unsqueeze(-1)], dim=-1)
+
+    def repeat_score(self, query: Tensor, history: PurchaseHistory) -> Tensor:
+        """``(B, D+1)`` queries and ``(B, N)`` histories -> ``(B, N)`` scores of the past articles."""
+        q = query[:, :-1].unsqueeze(1).expand(-1, history.features.shape[1], -1)
+        return self.repeat(torch.cat([history.features, q], dim=-1)).squeeze(-1)
+
+    def scores(self, query: Tensor, keys: Tensor, history: PurchaseHistory | None = None) -> Tensor:
+        """``(B, A)`` scores: dot products, with the repeat score at each history article's column."""
+        scores = query @ keys.T
+        if history is None:
+            return scores
+        # Empty slots write into an extra column that is dropped, so every real column is written once.
+        column = torch.where(history.mask, history.article, scores.shape[1])
+        scores = torch.cat([scores, scores.new_zeros(scores.shape[0], 1)], dim=1)
+        return scores.scatter(1, column, self.repeat_score(query, history).to(scores.dtype))[:, :-1]
+
+    def rank(self, query: Tensor, keys: Tensor, k: int,
+             history: PurchaseHistory | None = None) -> tuple[Tensor, Tensor]:
+        """Best ``k`` articles per query: ``(B, k)`` scores and ``(B, k)`` article indices."""
+        return torch.topk(self.scores(query, keys, history), min(k, keys.shape[0]), dim=-1)
+
     @staticmethod
     def score(query: Tensor, keys: Tensor) -> Tensor:
-        """``(B, D+1)`` x ``(A, D+1)`` -> ``(B, A)`` scores."""
+        """``(B, D+1)`` x ``(A, D+1)`` -> ``(B, A)`` two-tower scores."""
         return query @ keys.T
 
     @staticmethod
     def topk(query: Tensor, keys: Tensor, k: int) -> tuple[Tensor, Tensor]:
-        """Best ``k`` articles per query: ``(B, k)`` scores and ``(B, k)`` article indices."""
+        """Best ``k`` articles per query by the two-tower score alone."""
         return torch.topk(query @ keys.T, min(k, keys.shape[0]), dim=-1)
 
-    @staticmethod
-    def loss(query: Tensor, positive_keys: Tensor, weight: Tensor, log_q: Tensor | None = None) -> Tensor:
-        """In-batch sampled softmax: row ``i``'s positive is key ``i``, every other key a negative.
+    def loss(self, query: Tensor, positive_keys: Tensor, weight: Tensor, log_q: Tensor | None = None,
+             extras: PurchaseExtras | None = None) -> Tensor:
+        """Sampled softmax over in-batch positives (and, with ``extras``, the row's own history).
+
+        Row ``i``'s positive is key ``i``, every other key a negative. With ``extras`` the keys get
+        their :meth:`prior`, row ``i``'s own history articles join its candidates with their
+        :meth:`repeat_score` (and in-batch keys of those articles are dropped for that row, as
+        :meth:`scores` replaces them), and a positive in the history is its history slot.
 
         Args:
             query: ``(S, D+1)`` customer queries.
@@ -136,16 +178,29 @@ class PurchaseHead(nn.Module):
                 the logQ correction of sampled softmax: without it a popular article, often someone
                 else's positive, is pushed down as a negative as often as it is pulled up, and the
                 keys' bias never learns popularity.
+            extras: positives' articles and popularity, and the ``S`` histories (padded like ``query``).
         """
         rows = min(query.shape[0], positive_keys.shape[0])  # both towers may pad to different buckets
         query, positive_keys, weight = query[:rows], positive_keys[:rows], weight[:rows]
         target = torch.arange(rows, device=query.device)
         # Padded keys are no negatives; the diagonal stays so every row keeps a finite logit.
         padded_key = (weight.unsqueeze(0) == 0) & (target.unsqueeze(0) != target.unsqueeze(1))
+        if extras is not None:
+            positive_keys = self.with_prior(positive_keys, extras.popularity[:rows])
         logits = query @ positive_keys.T
         if log_q is not None:
             logits = logits - log_q[:rows].unsqueeze(0)
         logits = logits.masked_fill(padded_key, float("-inf"))
+        if extras is None:
+            return _weighted_mean(F.cross_entropy(logits, target, reduction="none"), weight)
+        history = PurchaseHistory(*(t[:rows] for t in extras.history))
+        match = history.article.unsqueeze(-1) == extras.article[:rows].view(1, 1, -1)
+        match = match & history.mask.unsqueeze(-1)  # (S, N, S')
+        in_history = match.any(dim=1)  # (S, S'): key j's article is in row i's history
+        own = torch.diagonal(in_history)
+        target = torch.where(own, rows + torch.diagonal(match, dim1=0, dim2=2).float().argmax(dim=0), target)
+        repeat = self.repeat_score(query, history).masked_fill(~history.mask, float("-inf"))
+        logits = torch.cat([logits.masked_fill(in_history, float("-inf")), repeat], dim=1)
         return _weighted_mean(F.cross_entropy(logits, target, reduction="none"), weight)
 
 

@@ -19,6 +19,7 @@ from models.bundle import BundleConfig, compile_cache_path, load_bundle
 from models.compile import CompileConfig, Predictor, compiled_graph_count
 from models.compile_cache import CompileCacheRecorder, load_compile_cache
 from models.features import TableSpec, gather_inputs
+from models.history import PurchaseHistory, snapshot_history, snapshot_popularity
 from models.model import TaskModel
 from models.sampler import SamplerConfig, TemporalSampler
 from models.schema import ARTICLE
@@ -151,14 +152,17 @@ class TaskInference:
 
     @torch.inference_mode()
     def compute_article_keys(self, seed_time: int) -> Tensor:
-        """``(A, D + 1)`` purchase keys of every article at ``seed_time``, computed eagerly in chunks."""
+        """``(A, D + 1)`` purchase keys of every article at ``seed_time``, computed eagerly in chunks,
+        their bias including the popularity prior (:meth:`models.heads.PurchaseHead.with_prior`)."""
+        self.model.eval()
         keys = []
         num = self.snapshot.num_nodes[ARTICLE]
         for start in range(0, num, ARTICLE_KEY_BATCH):
             seeds = torch.arange(start, min(num, start + ARTICLE_KEY_BATCH))
             times = torch.full_like(seeds, seed_time)
             inputs = gather_inputs(self.snapshot, self.sampler.sample(ARTICLE, seeds, times)).to(self.device)
-            keys.append(self.model(inputs))
+            popularity = snapshot_popularity(self.snapshot, seeds, times).to(self.device)
+            keys.append(self.model.head.with_prior(self.model(inputs), popularity))
         return torch.cat(keys)
 
     @torch.inference_mode()
@@ -187,7 +191,9 @@ class TaskInference:
             keys = article_keys if article_keys is not None else self.article_keys
             if keys is None:
                 keys = self.article_keys = self.compute_article_keys(self.snapshot.end_time)
-            scores, articles = self.model.head.topk(output, keys, k)
+            history = snapshot_history(self.snapshot, entity, seed_time)
+            history = PurchaseHistory(*(t.to(self.device) for t in history))
+            scores, articles = self.model.head.rank(output, keys, k, history)
             result.scores, result.articles = scores.float().cpu(), articles.cpu()
         else:
             result.values = self.model.predict(output).float().cpu()

@@ -8,6 +8,7 @@ from models.config import ModelConfig
 from models.features import ModelInputs, TableSpec
 from models.gnn import RelationalGNN
 from models.heads import HEADS, PurchaseHead
+from models.history import PurchaseExtras
 from models.schema import EDGE_TYPES, EdgeType
 
 
@@ -46,12 +47,13 @@ class TaskModel(nn.Module):
                        inputs.seed_type, inputs.seed_rows)
         return self.head(emb, inputs.seed_type)
 
-    def loss(self, output: Tensor, target: Tensor, weight: Tensor, log_q: Tensor | None = None) -> Tensor:
-        """The head's weighted training loss (see the head classes); ``log_q`` is purchase's
-        sampling correction (see :meth:`models.heads.PurchaseHead.loss`)."""
-        if log_q is None:
+    def loss(self, output: Tensor, target: Tensor, weight: Tensor, log_q: Tensor | None = None,
+             extras: PurchaseExtras | None = None) -> Tensor:
+        """The head's weighted training loss (see the head classes); ``log_q`` and ``extras`` are
+        purchase's sampling correction and history (see :meth:`models.heads.PurchaseHead.loss`)."""
+        if log_q is None and extras is None:
             return self.head.loss(output, target, weight)
-        return self.head.loss(output, target, weight, log_q)
+        return self.head.loss(output, target, weight, log_q, extras)
 
     def predict(self, output: Tensor) -> Tensor:
         """Served value from ``forward``'s output (probability, sales, or the raw query/key)."""

@@ -10,6 +10,7 @@ from torch import Tensor
 from models.buckets import pad_rows
 from models.compile import CompileConfig, Ladders, Runner, compile_function
 from models.features import ModelInputs
+from models.history import PurchaseExtras
 from models.model import TaskModel
 
 
@@ -24,11 +25,11 @@ def tensor_lr_adam(parameters: Iterable[Tensor], lr: float, weight_decay: float 
 
 
 def _step_loss(model: TaskModel, inputs: ModelInputs, target: Tensor | ModelInputs, weight: Tensor,
-               log_q: Tensor | None = None) -> Tensor:
+               log_q: Tensor | None = None, extras: PurchaseExtras | None = None) -> Tensor:
     out = model(inputs)
     if isinstance(target, ModelInputs):  # purchase: the positive articles' keys are the target
         target = model(target)
-    return model.loss(out, target, weight, log_q)
+    return model.loss(out, target, weight, log_q, extras)
 
 
 class TrainStep(Runner):
@@ -52,18 +53,19 @@ class TrainStep(Runner):
         self.device = next(model.parameters()).device
 
         def loss_fn(inputs: ModelInputs, target: Tensor | ModelInputs, weight: Tensor,
-                    log_q: Tensor | None) -> Tensor:
-            return _step_loss(model, inputs, target, weight, log_q)
+                    log_q: Tensor | None, extras: PurchaseExtras | None) -> Tensor:
+            return _step_loss(model, inputs, target, weight, log_q, extras)
 
         self.loss_fn = compile_function(loss_fn, config, self.device, self.num_graphs)
 
     def __call__(self, inputs: ModelInputs, target: Tensor | ModelInputs,
-                 log_q: Tensor | None = None) -> Tensor:
+                 log_q: Tensor | None = None, extras: PurchaseExtras | None = None) -> Tensor:
         """Args:
             inputs: the batch.
             target: ``(B,)`` labels, or for purchase the inputs of each seed's positive article.
             log_q: purchase only, optional: ``(B,)`` log frequency of each positive among the
                 positives (the sampling correction of :meth:`models.heads.PurchaseHead.loss`).
+            extras: purchase only, optional: positives' articles and popularity, the rows' histories.
 
         Returns:
             The detached 0-dim loss on the model's device.
@@ -76,12 +78,14 @@ class TrainStep(Runner):
             target = self._prepare(target.to(self.device))[0]
             if log_q is not None:
                 log_q = pad_rows(log_q.to(self.device), target.seed_rows)
+            if extras is not None:
+                extras = extras.to(self.device).padded(rows, target.seed_rows)
         else:
             target = target.to(self.device)
         if rows != inputs.num_seeds:
             weight = pad_rows(weight, rows)
             target = target if isinstance(target, ModelInputs) else pad_rows(target, rows)
-        loss = self.loss_fn(padded, target, weight, log_q)
+        loss = self.loss_fn(padded, target, weight, log_q, extras)
         loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from models.features import ModelInputs, gather_inputs
+from models.history import PurchaseExtras, snapshot_history, snapshot_popularity
 from models.sampler import TemporalSampler
 from models.schema import ARTICLE
 from models.snapshot import GraphSnapshot
@@ -24,11 +25,14 @@ class Batch(NamedTuple):
         target: ``(B,)`` labels, or for purchase the trees of each seed's positive article.
         log_q: purchase only: ``(B,)`` log of how many rows of the epoch drew the same positive
             article at the same seed time (the sampling correction of the in-batch softmax).
+        extras: purchase only: the positives' articles and popularity and the rows' own histories
+            (:mod:`models.history`, the same computation the server runs).
     """
 
     inputs: ModelInputs
     target: Tensor | ModelInputs
     log_q: Tensor | None = None
+    extras: PurchaseExtras | None = None
 
 
 class TrainBatches:
@@ -73,13 +77,16 @@ class TrainBatches:
 
     def batch(self, rows: Tensor, positives: tuple[Tensor, Tensor] | None = None) -> Batch:
         """The batch of table rows ``rows`` ``(B,)``; purchase draws ``positives`` if not given."""
-        seed_time = self.seed_time.index_select(0, rows)
-        inputs = self._inputs(self.seed_type, self.entity.index_select(0, rows), seed_time)
+        seed_time, entity = self.seed_time.index_select(0, rows), self.entity.index_select(0, rows)
+        inputs = self._inputs(self.seed_type, entity, seed_time)
         if not self.table.is_link:
             return Batch(inputs, self.label.index_select(0, rows))
         article, log_q = positives if positives is not None else self._draw_positives()
-        target = self._inputs(ARTICLE, article.index_select(0, rows), seed_time)
-        return Batch(inputs, target, log_q.index_select(0, rows))
+        article = article.index_select(0, rows)
+        target = self._inputs(ARTICLE, article, seed_time)
+        extras = PurchaseExtras(article, snapshot_popularity(self.snapshot, article, seed_time),
+                                snapshot_history(self.snapshot, entity, seed_time))
+        return Batch(inputs, target, log_q.index_select(0, rows), extras)
 
     def _inputs(self, seed_type: str, seeds: Tensor, seed_time: Tensor) -> ModelInputs:
         batch = self.sampler.sample(seed_type, seeds, seed_time, generator=self.generator)

@@ -1,0 +1,181 @@
+"""Purchase history features: a customer's own past articles and every article's recent sales.
+
+The one computation of the ID-aware purchase score's inputs, used by training batches, offline
+evaluation and the server alike, so the three read exactly the same numbers. Everything is
+vectorised over the snapshot's time-sorted CSR (binary searches, ``unique``, scatters): no
+Python loop over customers or articles. Like the sampler, only edges strictly before the seed
+time count, so an event on the seed day itself never leaks in.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from models.csr import TemporalCSR
+from models.schema import ARTICLE, CUSTOMER
+from models.snapshot import GraphSnapshot
+
+HISTORY_SLOTS = 32
+"""Most recent distinct articles kept per customer (the ``N`` of every history tensor)."""
+HISTORY_EDGES = 1024
+"""Most recent purchases of a customer read to build its history (bounds the work per customer)."""
+WINDOWS = (7, 28)
+"""Day windows of the recent-count features."""
+NUM_POPULARITY = len(WINDOWS) + 2
+"""Per article: log counts over :data:`WINDOWS`, over the day before, and log days since its last sale."""
+NUM_PAIR = 2 * len(WINDOWS) + 9 + NUM_POPULARITY
+"""Per (customer, past article) pair, see :func:`customer_history`."""
+
+
+class PurchaseHistory(NamedTuple):
+    """Each customer's most recent distinct past articles with their pair features.
+
+    Args:
+        article: ``(B, N)`` int64 article index per slot, most recent first (``0`` in empty slots).
+        mask: ``(B, N)`` bool, the slot holds a real past article.
+        features: ``(B, N, NUM_PAIR)`` float32 pair features (zero in empty slots).
+    """
+
+    article: Tensor
+    mask: Tensor
+    features: Tensor
+
+
+def _log(x: Tensor) -> Tensor:
+    return torch.log1p(x.float())
+
+
+def article_popularity(csr: TemporalCSR, article: Tensor, time: Tensor) -> Tensor:
+    """Recent sales of each article before its seed time.
+
+    Args:
+        csr: the article -> customer adjacency.
+        article: ``(M,)`` int64 article indices.
+        time: ``(M,)`` int64 seed times (exclusive).
+
+    Returns:
+        ``(M, NUM_POPULARITY)`` float32: ``log1p`` of the purchases in each window of
+        :data:`WINDOWS` and on the last day, and ``log1p`` of the days since the last sale
+        (capped at 366, also when it never sold).
+    """
+    start, end = csr.row_bounds_before(article, time)
+    counts = []
+    for window in (*WINDOWS, 1):
+        window_start = csr.row_bounds_before(article, time - window)[1]
+        counts.append(_log(end - window_start))
+    last = csr.day.index_select(0, (end - 1).clamp(min=0)).long()
+    since = torch.where(end > start, time - last, torch.full_like(time, 366)).clamp(max=366)
+    return torch.stack([*counts, _log(since)], dim=-1)
+
+
+def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, customer: Tensor, time: Tensor,
+                     slots: int = HISTORY_SLOTS) -> PurchaseHistory:
+    """The ``slots`` most recent distinct articles each customer bought before its seed time.
+
+    Reads each customer's last :data:`HISTORY_EDGES` purchases before ``time``. Per (customer,
+    article) pair the features are ``log1p`` of: times bought, days since last and since first
+    bought, times bought in each window of :data:`WINDOWS`; whether bought in each window; the
+    slot's recency rank over ``slots``; the share of the customer's purchases; ``log1p`` of the
+    customer's purchases, distinct articles and days since its last purchase; then the article's
+    :func:`article_popularity`. Slots are ordered by the pair's latest purchase (a later row of
+    the same day counts as later, as the repeat baseline orders them).
+
+    Args:
+        customer_csr: the customer -> article adjacency.
+        article_csr: the article -> customer adjacency (for popularity).
+        customer: ``(B,)`` int64 customer indices.
+        time: ``(B,)`` int64 seed times (exclusive).
+        slots: ``N``.
+    """
+    num = customer.numel()
+    start, end = customer_csr.row_bounds_before(customer, time)
+    start = torch.maximum(start, end - HISTORY_EDGES)
+    length = end - start
+    row = torch.repeat_interleave(torch.arange(num), length)
+    offset = torch.arange(row.numel()) - torch.repeat_interleave(length.cumsum(0) - length, length)
+    pos = start.index_select(0, row) + offset
+    article = customer_csr.col.index_select(0, pos).long()
+    day = customer_csr.day.index_select(0, pos).long()
+    seed = time.index_select(0, row)
+
+    pair, group = torch.unique(row * max(article_csr.num_rows, 1) + article, return_inverse=True)
+    size = pair.numel()
+
+    def reduce(values: Tensor, how: str) -> Tensor:
+        return torch.zeros(size, dtype=values.dtype).scatter_reduce(0, group, values, how, include_self=False)
+
+    ones = torch.ones_like(day)
+    count, latest_pos = reduce(ones, "sum"), reduce(pos, "amax")
+    last, first = reduce(day, "amax"), reduce(day, "amin")
+    windows = [reduce((day >= seed - w).long(), "sum") for w in WINDOWS]
+    pair_row = pair // max(article_csr.num_rows, 1)
+    pair_article = pair % max(article_csr.num_rows, 1)
+
+    # newest pair first within each customer, then keep the first `slots` of each
+    order = torch.sort(pair_row * (customer_csr.num_edges + 1) + customer_csr.num_edges - latest_pos).indices
+    per_row = torch.bincount(pair_row, minlength=num)
+    rank = torch.arange(size) - torch.repeat_interleave(per_row.cumsum(0) - per_row, per_row)
+    keep = order[rank < slots]
+    rank = rank[rank < slots]
+    r = pair_row.index_select(0, keep)
+    t = time.index_select(0, r)
+    n_events, n_distinct = length.index_select(0, r), per_row.index_select(0, r)
+    recent = torch.where(length > 0, time - customer_csr.day.index_select(0, (end - 1).clamp(min=0)).long(),
+                         torch.zeros_like(time)).index_select(0, r)
+    c = count.index_select(0, keep)
+    columns = [_log(c), _log(t - last.index_select(0, keep)), _log(t - first.index_select(0, keep))]
+    columns += [_log(w.index_select(0, keep)) for w in windows]
+    columns += [(w.index_select(0, keep) > 0).float() for w in windows]
+    columns += [rank.float() / slots, c.float() / n_events.float(), _log(n_events), _log(n_distinct),
+                _log(recent), (rank == 0).float()]
+    art = pair_article.index_select(0, keep)
+    pop = article_popularity(article_csr, art, t)
+    features = torch.cat([torch.stack(columns, dim=-1), pop], dim=-1)
+
+    flat = r * slots + rank
+    out_article = torch.zeros(num * slots, dtype=torch.long).index_copy_(0, flat, art)
+    out_mask = torch.zeros(num * slots, dtype=torch.bool).index_fill_(0, flat, True)
+    out_features = torch.zeros(num * slots, features.shape[1]).index_copy_(0, flat, features)
+    return PurchaseHistory(out_article.view(num, slots), out_mask.view(num, slots),
+                           out_features.view(num, slots, -1))
+
+
+def snapshot_history(snapshot: GraphSnapshot, customer: Tensor, time: Tensor) -> PurchaseHistory:
+    """:func:`customer_history` over ``snapshot``'s adjacency (``(B,)`` customers and seed times)."""
+    return customer_history(snapshot.adjacency[(CUSTOMER, ARTICLE)], snapshot.adjacency[(ARTICLE, CUSTOMER)],
+                            customer, time)
+
+
+def snapshot_popularity(snapshot: GraphSnapshot, article: Tensor, time: Tensor) -> Tensor:
+    """:func:`article_popularity` over ``snapshot``'s adjacency (``(M,)`` articles and seed times)."""
+    return article_popularity(snapshot.adjacency[(ARTICLE, CUSTOMER)], article, time)
+
+
+class PurchaseExtras(NamedTuple):
+    """What the purchase loss reads besides queries and keys (see :meth:`models.heads.PurchaseHead.loss`).
+
+    Args:
+        article: ``(S',)`` int64 positive article per row.
+        popularity: ``(S', NUM_POPULARITY)`` the positive's :func:`article_popularity` at the row's seed time.
+        history: the ``S`` rows' :class:`PurchaseHistory`.
+    """
+
+    article: Tensor
+    popularity: Tensor
+    history: PurchaseHistory
+
+    def to(self, device: torch.device) -> PurchaseExtras:
+        return PurchaseExtras(self.article.to(device), self.popularity.to(device),
+                              PurchaseHistory(*(t.to(device) for t in self.history)))
+
+    def padded(self, rows: int, key_rows: int) -> PurchaseExtras:
+        """Zero-padded to ``rows`` history rows and ``key_rows`` positive rows (padded buckets)."""
+        return PurchaseExtras(_pad(self.article, key_rows), _pad(self.popularity, key_rows),
+                              PurchaseHistory(*(_pad(t, rows) for t in self.history)))
+
+
+def _pad(values: Tensor, rows: int) -> Tensor:
+    return torch.cat([values, values.new_zeros((rows - values.shape[0], *values.shape[1:]))])
