@@ -24,7 +24,13 @@ from models.config import ModelConfig
 from models.features import gather_inputs, table_specs
 from models.model import TaskModel
 from models.train_step import TrainStep, tensor_lr_adam
-from training.bench.random_batches import random_batch, random_tables, random_targets, tree_max_sizes
+from training.bench.random_batches import (
+    random_batch,
+    random_purchase_extras,
+    random_tables,
+    random_targets,
+    tree_max_sizes,
+)
 
 pytestmark = pytest.mark.slow
 TABLES = random_tables(300, 80)
@@ -114,6 +120,12 @@ def test_purchase_training_step_runs_padded() -> None:
                      CompileConfig("buckets", **FAST), [_ladder(), _ladder("article")])
     customers, articles = _batches("customer", [5])[0], _batches("article", [5])[0]
     assert torch.isfinite(step(customers, articles))
+    # with the history candidates and the popularity prior: padded like the bucket, no recompile
+    log_q = torch.rand(5)
+    assert torch.isfinite(step(customers, articles, log_q, random_purchase_extras(5, 80)))
+    graphs = compiled_graph_count()  # other histories (filled slots, positives in them) reuse the graph
+    assert torch.isfinite(step(customers, articles, torch.rand(5), random_purchase_extras(5, 80, seed=1)))
+    assert compiled_graph_count() == graphs
 
 
 def test_cuda_graphs_refused_on_cpu() -> None:

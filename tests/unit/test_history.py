@@ -49,8 +49,8 @@ def brute_popularity(purchases, article: int, time: int) -> list[float]:
 def brute_history(purchases, customer: int, time: int) -> list[tuple[int, list[float]]]:
     """Per customer, newest distinct articles first, with their features, by plain loops."""
     customers, articles, days = purchases
-    events = [(int(d), pos, int(a)) for pos, (c, a, d) in enumerate(zip(customers, articles, days, strict=True))
-              if c == customer and d < time]
+    rows = enumerate(zip(customers, articles, days, strict=True))
+    events = [(int(d), pos, int(a)) for pos, (c, a, d) in rows if c == customer and d < time]
     events.sort()  # the CSR's (day, input position) order; a later position the same day is later
     latest: dict[int, int] = {}
     for index, (_, _, a) in enumerate(events):

@@ -11,7 +11,13 @@ from models.config import ModelConfig
 from models.features import gather_inputs, table_specs
 from models.heads import PurchaseHead
 from models.model import TaskModel
-from training.bench.random_batches import RandomTables, random_batch, random_tables, tree_max_sizes
+from training.bench.random_batches import (
+    RandomTables,
+    random_batch,
+    random_purchase_extras,
+    random_tables,
+    tree_max_sizes,
+)
 
 TABLES = random_tables(300, 80)
 SPECS = table_specs(TABLES)
@@ -85,10 +91,58 @@ def test_losses_ignore_padded_rows() -> None:
         full = head.loss(value, target, torch.ones(5))
         padded = head.loss(pad_rows(value, 8), pad_rows(target, 8), pad_rows(torch.ones(5), 8))
         torch.testing.assert_close(padded, full)
-    query, keys = torch.randn(4, 9), torch.randn(4, 9)
-    full = PurchaseHead.loss(query, keys, torch.ones(4))
-    padded = PurchaseHead.loss(pad_rows(query, 6), pad_rows(keys, 7), pad_rows(torch.ones(4), 6))
+    head = _model("purchase").head
+    query, keys, log_q = torch.randn(4, 9), torch.randn(4, 9), torch.rand(4)
+    full = head.loss(query, keys, torch.ones(4))
+    padded = head.loss(pad_rows(query, 6), pad_rows(keys, 7), pad_rows(torch.ones(4), 6))
     torch.testing.assert_close(padded, full)
+    extras = random_purchase_extras(4, 80)
+    full = head.loss(query, keys, torch.ones(4), log_q, extras)
+    padded = head.loss(pad_rows(query, 6), pad_rows(keys, 7), pad_rows(torch.ones(4), 6), pad_rows(log_q, 7),
+                       extras.padded(6, 7))
+    torch.testing.assert_close(padded, full)
+
+
+def test_purchase_loss_with_history_is_the_softmax_over_both_candidate_sets() -> None:
+    head = _model("purchase").head
+    query, keys, log_q = torch.randn(5, 9), torch.randn(5, 9), torch.rand(5)
+    extras = random_purchase_extras(5, 80, seed=3)
+    history = extras.history
+    keys_with_prior = head.with_prior(keys, extras.popularity)
+    repeat = head.repeat_score(query, history)
+    expected = []
+    for i in range(5):  # plain loops: in-batch keys not in row i's history, then its history slots
+        own = history.article[i][history.mask[i]].tolist()
+        logits, target = [], None
+        for j in range(5):
+            if extras.article[j].item() not in own:
+                if j == i:
+                    target = len(logits)
+                logits.append(query[i] @ keys_with_prior[j] - log_q[j])
+        for slot, article in enumerate(own):
+            if article == extras.article[i].item():
+                target = len(logits)
+            logits.append(repeat[i, slot])
+        expected.append(-torch.log_softmax(torch.stack(logits), 0)[target])
+    got = head.loss(query, keys, torch.ones(5), log_q, extras)
+    torch.testing.assert_close(got, torch.stack(expected).mean())
+
+
+def test_purchase_rank_scores_history_articles_by_the_repeat_score() -> None:
+    head = _model("purchase").head
+    query, keys = head(torch.randn(3, 32), "customer"), head(torch.randn(80, 32), "article")
+    history = random_purchase_extras(3, 80, seed=5).history
+    scores = head.scores(query, keys, history)
+    expected = (query @ keys.T).clone()
+    repeat = head.repeat_score(query, history)
+    for i in range(3):
+        for slot in range(history.mask.shape[1]):
+            if history.mask[i, slot]:
+                expected[i, history.article[i, slot]] = repeat[i, slot]
+    torch.testing.assert_close(scores, expected)
+    top_scores, top = head.rank(query, keys, 12, history)
+    assert torch.equal(top_scores, scores.sort(dim=1, descending=True).values[:, :12])
+    assert torch.equal(scores.gather(1, top), top_scores)
 
 
 def test_purchase_scores_and_topk() -> None:

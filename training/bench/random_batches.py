@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from models.history import HISTORY_SLOTS, NUM_PAIR, NUM_POPULARITY, PurchaseExtras, PurchaseHistory
 from models.schema import (
     ARTICLE,
     ARTICLE_CATEGORICAL,
@@ -147,3 +148,18 @@ def random_targets(task: str, num_seeds: int, seed: int = 0) -> Tensor:
     if task == "churn":
         return (torch.rand(num_seeds, generator=gen) < 0.3).float()
     return torch.rand(num_seeds, generator=gen).pow(3) * 2.0
+
+
+def random_purchase_extras(num_seeds: int, num_articles: int, seed: int = 0) -> PurchaseExtras:
+    """Random purchase-loss extras for ``num_seeds`` rows: histories with a random number of filled
+    slots (distinct articles), about half the positives among their row's history."""
+    gen = torch.Generator().manual_seed(seed)
+    slots = HISTORY_SLOTS
+    article = torch.stack([torch.randperm(num_articles, generator=gen)[:slots] for _ in range(num_seeds)])
+    mask = torch.arange(slots) < torch.randint(0, slots + 1, (num_seeds, 1), generator=gen)
+    features = torch.rand(num_seeds, slots, NUM_PAIR, generator=gen) * mask.unsqueeze(-1)
+    positive = torch.randint(num_articles, (num_seeds,), generator=gen)
+    own = (torch.rand(num_seeds, generator=gen) < 0.5) & mask[:, 0]
+    positive = torch.where(own, article[:, 0], positive)
+    popularity = torch.rand(num_seeds, NUM_POPULARITY, generator=gen)
+    return PurchaseExtras(positive, popularity, PurchaseHistory(article * mask, mask, features))
