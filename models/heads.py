@@ -6,6 +6,8 @@ takes a ``(S,)`` float weight so padded seed rows (weight 0) never count.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -96,20 +98,29 @@ class PurchaseHead(nn.Module):
     table, so keys for a new snapshot need no retraining. A dot product cannot say "this customer
     buys this very article again", so the articles of the customer's own history
     (:class:`models.history.PurchaseHistory`) are scored instead by :meth:`repeat_score`, an MLP on
-    the pair's features and the customer's query; :meth:`rank` writes those scores over the
+    the pair's features and the customer's query plus the query's match with the article's
+    attributes; :meth:`rank` writes those scores over the
     dot-product scores at their columns before one ``topk``.
 
     Args:
         hidden: embedding width.
         embedding_dim: width ``D`` of the dot-product space.
+        article_cardinalities: the article table's categorical columns (a
+            :class:`models.features.TableSpec`'s ``cardinalities``).
     """
 
     seed_types = (CUSTOMER, ARTICLE)
 
-    def __init__(self, hidden: int, embedding_dim: int) -> None:
+    def __init__(self, hidden: int, embedding_dim: int, article_cardinalities: tuple[int, ...] = ()) -> None:
         super().__init__()
         self.customer = nn.Linear(hidden, embedding_dim)
         self.article = nn.Linear(hidden, embedding_dim + 1)
+        # History articles' attributes (codes) matched against the query: the repeat score's taste part.
+        sizes = [card + 1 for card in article_cardinalities]
+        offsets = torch.tensor([0, *sizes[:-1]], dtype=torch.long).cumsum(0)[:len(sizes)]
+        self.register_buffer("code_offsets", offsets, persistent=False)
+        self.attributes = nn.Embedding(max(sum(sizes), 1), embedding_dim)
+        nn.init.normal_(self.attributes.weight, std=1.0 / math.sqrt(max(len(sizes), 1) * embedding_dim))
         self.popularity = nn.Sequential(nn.Linear(NUM_POPULARITY, 16), nn.ReLU(), nn.Linear(16, 1))
         self.repeat = nn.Sequential(nn.Linear(NUM_PAIR + embedding_dim, hidden), nn.ReLU(),
                                     nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
@@ -132,7 +143,8 @@ class PurchaseHead(nn.Module):
     def repeat_score(self, query: Tensor, history: PurchaseHistory) -> Tensor:
         """``(B, D+1)`` queries and ``(B, N)`` histories -> ``(B, N)`` scores of the past articles."""
         q = query[:, :-1].unsqueeze(1).expand(-1, history.features.shape[1], -1)
-        return self.repeat(torch.cat([history.features, q], dim=-1)).squeeze(-1)
+        taste = (self.attributes(history.codes + self.code_offsets).sum(dim=2) * q).sum(dim=-1)
+        return self.repeat(torch.cat([history.features, q], dim=-1)).squeeze(-1) + taste
 
     def scores(self, query: Tensor, keys: Tensor, history: PurchaseHistory | None = None) -> Tensor:
         """``(B, A)`` scores: dot products, with the repeat score at each history article's column."""

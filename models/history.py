@@ -37,11 +37,13 @@ class PurchaseHistory(NamedTuple):
         article: ``(B, N)`` int64 article index per slot, most recent first (``0`` in empty slots).
         mask: ``(B, N)`` bool, the slot holds a real past article.
         features: ``(B, N, NUM_PAIR)`` float32 pair features (zero in empty slots).
+        codes: ``(B, N, C)`` int64 the slot article's categorical codes (its attributes).
     """
 
     article: Tensor
     mask: Tensor
     features: Tensor
+    codes: Tensor
 
 
 def _log(x: Tensor) -> Tensor:
@@ -79,8 +81,8 @@ def _segments(length: Tensor) -> tuple[Tensor, Tensor]:
     return segment, torch.arange(segment.numel()) - (ends - length).index_select(0, segment)
 
 
-def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, customer: Tensor, time: Tensor,
-                     slots: int = HISTORY_SLOTS) -> PurchaseHistory:
+def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, article_codes: Tensor,
+                     customer: Tensor, time: Tensor, slots: int = HISTORY_SLOTS) -> PurchaseHistory:
     """The ``slots`` most recent distinct articles each customer bought before its seed time.
 
     Reads each customer's last :data:`HISTORY_EDGES` purchases before ``time``. Per (customer,
@@ -94,6 +96,7 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, custom
     Args:
         customer_csr: the customer -> article adjacency.
         article_csr: the article -> customer adjacency (for popularity).
+        article_codes: ``(A, C)`` int64 categorical codes of every article.
         customer: ``(B,)`` int64 customer indices.
         time: ``(B,)`` int64 seed times (exclusive).
         slots: ``N``.
@@ -146,14 +149,15 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, custom
     out_article = torch.zeros(num * slots, dtype=torch.long).index_copy_(0, flat, art)
     out_mask = torch.zeros(num * slots, dtype=torch.bool).index_fill_(0, flat, True)
     out_features = torch.zeros(num * slots, features.shape[1]).index_copy_(0, flat, features)
+    codes = torch.as_tensor(article_codes).index_select(0, out_article) * out_mask.unsqueeze(-1)
     return PurchaseHistory(out_article.view(num, slots), out_mask.view(num, slots),
-                           out_features.view(num, slots, -1))
+                           out_features.view(num, slots, -1), codes.view(num, slots, -1))
 
 
 def snapshot_history(snapshot: GraphSnapshot, customer: Tensor, time: Tensor) -> PurchaseHistory:
     """:func:`customer_history` over ``snapshot``'s adjacency (``(B,)`` customers and seed times)."""
     return customer_history(snapshot.adjacency[(CUSTOMER, ARTICLE)], snapshot.adjacency[(ARTICLE, CUSTOMER)],
-                            customer, time)
+                            snapshot.categorical[ARTICLE], customer, time)
 
 
 def snapshot_popularity(snapshot: GraphSnapshot, article: Tensor, time: Tensor) -> Tensor:

@@ -9,7 +9,7 @@ from models.features import ModelInputs, TableSpec
 from models.gnn import RelationalGNN
 from models.heads import HEADS, PurchaseHead
 from models.history import PurchaseExtras
-from models.schema import EDGE_TYPES, EdgeType
+from models.schema import ARTICLE, EDGE_TYPES, EdgeType
 
 
 class TaskModel(nn.Module):
@@ -31,8 +31,11 @@ class TaskModel(nn.Module):
         self.config = config or ModelConfig()
         self.gnn = RelationalGNN(specs, list(edge_types), self.config)
         head_cls = HEADS[task]
-        width = self.config.embedding_dim if head_cls is PurchaseHead else self.config.head_hidden
-        self.head = head_cls(self.config.hidden, width)
+        if head_cls is PurchaseHead:
+            cards = specs[ARTICLE].cardinalities
+            self.head = PurchaseHead(self.config.hidden, self.config.embedding_dim, cards)
+        else:
+            self.head = head_cls(self.config.hidden, self.config.head_hidden)
 
     def forward(self, inputs: ModelInputs) -> Tensor:
         """Head output for the first ``inputs.seed_rows`` seed rows.

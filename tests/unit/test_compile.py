@@ -122,9 +122,9 @@ def test_purchase_training_step_runs_padded() -> None:
     assert torch.isfinite(step(customers, articles))
     # with the history candidates and the popularity prior: padded like the bucket, no recompile
     log_q = torch.rand(5)
-    assert torch.isfinite(step(customers, articles, log_q, random_purchase_extras(5, 80)))
+    assert torch.isfinite(step(customers, articles, log_q, random_purchase_extras(TABLES, 5)))
     graphs = compiled_graph_count()  # other histories (filled slots, positives in them) reuse the graph
-    assert torch.isfinite(step(customers, articles, torch.rand(5), random_purchase_extras(5, 80, seed=1)))
+    assert torch.isfinite(step(customers, articles, torch.rand(5), random_purchase_extras(TABLES, 5, seed=1)))
     assert compiled_graph_count() == graphs
 
 

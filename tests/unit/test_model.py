@@ -96,7 +96,7 @@ def test_losses_ignore_padded_rows() -> None:
     full = head.loss(query, keys, torch.ones(4))
     padded = head.loss(pad_rows(query, 6), pad_rows(keys, 7), pad_rows(torch.ones(4), 6))
     torch.testing.assert_close(padded, full)
-    extras = random_purchase_extras(4, 80)
+    extras = random_purchase_extras(TABLES, 4)
     full = head.loss(query, keys, torch.ones(4), log_q, extras)
     padded = head.loss(pad_rows(query, 6), pad_rows(keys, 7), pad_rows(torch.ones(4), 6), pad_rows(log_q, 7),
                        extras.padded(6, 7))
@@ -106,7 +106,7 @@ def test_losses_ignore_padded_rows() -> None:
 def test_purchase_loss_with_history_is_the_softmax_over_both_candidate_sets() -> None:
     head = _model("purchase").head
     query, keys, log_q = torch.randn(5, 9), torch.randn(5, 9), torch.rand(5)
-    extras = random_purchase_extras(5, 80, seed=3)
+    extras = random_purchase_extras(TABLES, 5, seed=3)
     history = extras.history
     keys_with_prior = head.with_prior(keys, extras.popularity)
     repeat = head.repeat_score(query, history)
@@ -131,7 +131,7 @@ def test_purchase_loss_with_history_is_the_softmax_over_both_candidate_sets() ->
 def test_purchase_rank_scores_history_articles_by_the_repeat_score() -> None:
     head = _model("purchase").head
     query, keys = head(torch.randn(3, 32), "customer"), head(torch.randn(80, 32), "article")
-    history = random_purchase_extras(3, 80, seed=5).history
+    history = random_purchase_extras(TABLES, 3, seed=5).history
     scores = head.scores(query, keys, history)
     expected = (query @ keys.T).clone()
     repeat = head.repeat_score(query, history)

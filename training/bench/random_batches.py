@@ -150,10 +150,11 @@ def random_targets(task: str, num_seeds: int, seed: int = 0) -> Tensor:
     return torch.rand(num_seeds, generator=gen).pow(3) * 2.0
 
 
-def random_purchase_extras(num_seeds: int, num_articles: int, seed: int = 0) -> PurchaseExtras:
+def random_purchase_extras(tables: RandomTables, num_seeds: int, seed: int = 0) -> PurchaseExtras:
     """Random purchase-loss extras for ``num_seeds`` rows: histories with a random number of filled
-    slots (distinct articles), about half the positives among their row's history."""
+    slots (distinct articles of ``tables``), about half the positives among their row's history."""
     gen = torch.Generator().manual_seed(seed)
+    num_articles = int(tables.categorical[ARTICLE].shape[0])
     slots = HISTORY_SLOTS
     article = torch.stack([torch.randperm(num_articles, generator=gen)[:slots] for _ in range(num_seeds)])
     mask = torch.arange(slots) < torch.randint(0, slots + 1, (num_seeds, 1), generator=gen)
@@ -162,4 +163,6 @@ def random_purchase_extras(num_seeds: int, num_articles: int, seed: int = 0) -> 
     own = (torch.rand(num_seeds, generator=gen) < 0.5) & mask[:, 0]
     positive = torch.where(own, article[:, 0], positive)
     popularity = torch.rand(num_seeds, NUM_POPULARITY, generator=gen)
-    return PurchaseExtras(positive, popularity, PurchaseHistory(article * mask, mask, features))
+    article = article * mask
+    codes = tables.categorical[ARTICLE][article] * mask.unsqueeze(-1)
+    return PurchaseExtras(positive, popularity, PurchaseHistory(article, mask, features, codes))
