@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from test_load_csv import C1, TRANSACTIONS, load, write_dataset
+
 from training.data.load import DataError
 
 NAMES = ("customers.csv", "articles.csv", "transactions_train.csv")
