@@ -210,10 +210,18 @@ class PurchaseHead(nn.Module):
         match = match & history.mask.unsqueeze(-1)  # (S, N, S')
         in_history = match.any(dim=1)  # (S, S'): key j's article is in row i's history
         own = torch.diagonal(in_history)
-        target = torch.where(own, rows + torch.diagonal(match, dim1=0, dim2=2).float().argmax(dim=0), target)
         repeat = self.repeat_score(query, history).masked_fill(~history.mask, float("-inf"))
         logits = torch.cat([logits.masked_fill(in_history, float("-inf")), repeat], dim=1)
-        return _weighted_mean(F.cross_entropy(logits, target, reduction="none"), weight)
+        # Every bought history article is a positive (the drawn one among them), as is the drawn
+        # in-batch key when not in the history; each positive's loss is its softmax against the
+        # row's negatives only (the other positives left out), averaged over the row's positives.
+        positive = torch.cat([torch.diag_embed(~own), extras.bought[:rows] & history.mask], dim=1)
+        finite = logits.masked_fill(torch.isinf(logits), -1e9)  # no NaN gradients through empty rows
+        negative = finite.masked_fill(positive | torch.isinf(logits), -1e9)
+        negatives = torch.logsumexp(negative, dim=1, keepdim=True)
+        each = torch.logaddexp(finite, negatives) - finite
+        per_row = (each * positive).sum(dim=1) / positive.sum(dim=1).clamp(min=1)
+        return _weighted_mean(per_row, weight)
 
 
 HEADS: dict[str, type[nn.Module]] = {"churn": ChurnHead, "sales": SalesHead, "purchase": PurchaseHead}

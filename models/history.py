@@ -73,7 +73,7 @@ def article_popularity(csr: TemporalCSR, article: Tensor, time: Tensor) -> Tenso
     return torch.stack([*counts, _log(since)], dim=-1)
 
 
-def _segments(length: Tensor) -> tuple[Tensor, Tensor]:
+def segments(length: Tensor) -> tuple[Tensor, Tensor]:
     """For ``(B,)`` segment lengths, each element's segment and offset in it, both ``(sum,)``."""
     # searchsorted, not repeat_interleave: the latter is several times slower on CPU.
     ends = length.cumsum(0)
@@ -105,7 +105,7 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     start, end = customer_csr.row_bounds_before(customer, time)
     start = torch.maximum(start, end - HISTORY_EDGES)
     length = end - start
-    row, offset = _segments(length)
+    row, offset = segments(length)
     pos = start.index_select(0, row) + offset
     article = customer_csr.col.index_select(0, pos).long()
     day = customer_csr.day.index_select(0, pos).long()
@@ -127,7 +127,7 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     # newest pair first within each customer, then keep the first `slots` of each
     order = torch.sort(pair_row * (customer_csr.num_edges + 1) + customer_csr.num_edges - latest_pos).indices
     per_row = torch.bincount(pair_row, minlength=num)
-    rank = _segments(per_row)[1]
+    rank = segments(per_row)[1]
     keep = order[rank < slots]
     rank = rank[rank < slots]
     r = pair_row.index_select(0, keep)
@@ -172,20 +172,23 @@ class PurchaseExtras(NamedTuple):
         article: ``(S',)`` int64 positive article per row.
         popularity: ``(S', NUM_POPULARITY)`` the positive's :func:`article_popularity` at the row's seed time.
         history: the ``S`` rows' :class:`PurchaseHistory`.
+        bought: ``(S, N)`` bool, the slot's article is among the row's targets (every one is a positive).
     """
 
     article: Tensor
     popularity: Tensor
     history: PurchaseHistory
+    bought: Tensor
 
     def to(self, device: torch.device) -> PurchaseExtras:
         return PurchaseExtras(self.article.to(device), self.popularity.to(device),
-                              PurchaseHistory(*(t.to(device) for t in self.history)))
+                              PurchaseHistory(*(t.to(device) for t in self.history)), self.bought.to(device))
 
     def padded(self, rows: int, key_rows: int) -> PurchaseExtras:
         """Zero-padded to ``rows`` history rows and ``key_rows`` positive rows (padded buckets)."""
-        return PurchaseExtras(_pad(self.article, key_rows), _pad(self.popularity, key_rows),
-                              PurchaseHistory(*(_pad(t, rows) for t in self.history)))
+        history = PurchaseHistory(*(_pad(t, rows) for t in self.history))
+        return PurchaseExtras(_pad(self.article, key_rows), _pad(self.popularity, key_rows), history,
+                              _pad(self.bought, rows))
 
 
 def _pad(values: Tensor, rows: int) -> Tensor:

@@ -104,6 +104,7 @@ def test_losses_ignore_padded_rows() -> None:
 
 
 def test_purchase_loss_with_history_is_the_softmax_over_both_candidate_sets() -> None:
+    """Each positive (the drawn in-batch key, or every bought history slot) against the row's negatives."""
     head = _model("purchase").head
     query, keys, log_q = torch.randn(5, 9), torch.randn(5, 9), torch.rand(5)
     extras = random_purchase_extras(TABLES, 5, seed=3)
@@ -113,17 +114,19 @@ def test_purchase_loss_with_history_is_the_softmax_over_both_candidate_sets() ->
     expected = []
     for i in range(5):  # plain loops: in-batch keys not in row i's history, then its history slots
         own = history.article[i][history.mask[i]].tolist()
-        logits, target = [], None
+        logits, positives = [], []
         for j in range(5):
             if extras.article[j].item() not in own:
                 if j == i:
-                    target = len(logits)
+                    positives.append(len(logits))
                 logits.append(query[i] @ keys_with_prior[j] - log_q[j])
-        for slot, article in enumerate(own):
-            if article == extras.article[i].item():
-                target = len(logits)
+        for slot in range(len(own)):
+            if extras.bought[i, slot]:
+                positives.append(len(logits))
             logits.append(repeat[i, slot])
-        expected.append(-torch.log_softmax(torch.stack(logits), 0)[target])
+        negatives = [v for n, v in enumerate(logits) if n not in positives]
+        expected.append(torch.stack([torch.logsumexp(torch.stack([logits[p], *negatives]), 0) - logits[p]
+                                     for p in positives]).mean())
     got = head.loss(query, keys, torch.ones(5), log_q, extras)
     torch.testing.assert_close(got, torch.stack(expected).mean())
 

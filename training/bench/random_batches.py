@@ -165,4 +165,6 @@ def random_purchase_extras(tables: RandomTables, num_seeds: int, seed: int = 0) 
     popularity = torch.rand(num_seeds, NUM_POPULARITY, generator=gen)
     article = article * mask
     codes = tables.categorical[ARTICLE][article] * mask.unsqueeze(-1)
-    return PurchaseExtras(positive, popularity, PurchaseHistory(article, mask, features, codes))
+    bought = (torch.rand(num_seeds, slots, generator=gen) < 0.2) & mask
+    bought[:, 0] |= own
+    return PurchaseExtras(positive, popularity, PurchaseHistory(article, mask, features, codes), bought)

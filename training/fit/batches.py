@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from models.features import ModelInputs, gather_inputs
-from models.history import PurchaseExtras, snapshot_history, snapshot_popularity
+from models.history import PurchaseExtras, segments, snapshot_history, snapshot_popularity
 from models.sampler import TemporalSampler
 from models.schema import ARTICLE
 from models.snapshot import GraphSnapshot
@@ -84,13 +84,23 @@ class TrainBatches:
         article, log_q = positives if positives is not None else self._draw_positives()
         article = article.index_select(0, rows)
         target = self._inputs(ARTICLE, article, seed_time)
-        extras = PurchaseExtras(article, snapshot_popularity(self.snapshot, article, seed_time),
-                                snapshot_history(self.snapshot, entity, seed_time))
+        history = snapshot_history(self.snapshot, entity, seed_time)
+        extras = PurchaseExtras(article, snapshot_popularity(self.snapshot, article, seed_time), history,
+                                self._bought(rows, history.article))
         return Batch(inputs, target, log_q.index_select(0, rows), extras)
 
     def _inputs(self, seed_type: str, seeds: Tensor, seed_time: Tensor) -> ModelInputs:
         batch = self.sampler.sample(seed_type, seeds, seed_time, generator=self.generator)
         return gather_inputs(self.snapshot, batch)
+
+    def _bought(self, rows: Tensor, article: Tensor) -> Tensor:
+        """``(B, N)`` whether each history article of the rows is among the row's targets."""
+        ptr = torch.from_numpy(self.table.target_ptr)
+        start = ptr.index_select(0, rows)
+        row, offset = segments(ptr.index_select(0, rows + 1) - start)
+        items = torch.from_numpy(self.table.target_items).index_select(0, start.index_select(0, row) + offset)
+        width = self.snapshot.num_nodes[ARTICLE]
+        return torch.isin(torch.arange(len(rows)).unsqueeze(1) * width + article, row * width + items)
 
     def _draw_positives(self) -> tuple[Tensor, Tensor]:
         """Per row, one target article drawn uniformly among the row's targets, and ``log_q``: the
