@@ -82,7 +82,8 @@ def segments(length: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, article_codes: Tensor,
-                     customer: Tensor, time: Tensor, slots: int = HISTORY_SLOTS) -> PurchaseHistory:
+                     customer: Tensor, time: Tensor, slots: int = HISTORY_SLOTS,
+                     popularity: Tensor | None = None) -> PurchaseHistory:
     """The ``slots`` most recent distinct articles each customer bought before its seed time.
 
     Reads each customer's last :data:`HISTORY_EDGES` purchases before ``time``. Per (customer,
@@ -100,6 +101,8 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
         customer: ``(B,)`` int64 customer indices.
         time: ``(B,)`` int64 seed times (exclusive).
         slots: ``N``.
+        popularity: ``(A, NUM_POPULARITY)`` every article's :func:`article_popularity` at the seed
+            time, when all rows share one (the server's case): gathered instead of recomputed.
     """
     num = customer.numel()
     start, end = customer_csr.row_bounds_before(customer, time)
@@ -142,7 +145,7 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     columns += [rank.float() / slots, c.float() / n_events.float(), _log(n_events), _log(n_distinct),
                 _log(recent), (rank == 0).float()]
     art = pair_article.index_select(0, keep)
-    pop = article_popularity(article_csr, art, t)
+    pop = article_popularity(article_csr, art, t) if popularity is None else popularity.index_select(0, art)
     features = torch.cat([torch.stack(columns, dim=-1), pop], dim=-1)
 
     flat = r * slots + rank
@@ -154,10 +157,11 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
                            out_features.view(num, slots, -1), codes.view(num, slots, -1))
 
 
-def snapshot_history(snapshot: GraphSnapshot, customer: Tensor, time: Tensor) -> PurchaseHistory:
+def snapshot_history(snapshot: GraphSnapshot, customer: Tensor, time: Tensor,
+                     popularity: Tensor | None = None) -> PurchaseHistory:
     """:func:`customer_history` over ``snapshot``'s adjacency (``(B,)`` customers and seed times)."""
     return customer_history(snapshot.adjacency[(CUSTOMER, ARTICLE)], snapshot.adjacency[(ARTICLE, CUSTOMER)],
-                            snapshot.categorical[ARTICLE], customer, time)
+                            snapshot.categorical[ARTICLE], customer, time, popularity=popularity)
 
 
 def snapshot_popularity(snapshot: GraphSnapshot, article: Tensor, time: Tensor) -> Tensor:

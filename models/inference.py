@@ -106,6 +106,7 @@ class TaskInference:
                                    seed_types=(self.entity_type,))
         self.bundle_dir = bundle_dir
         self.article_keys: Tensor | None = None
+        self.popularity: dict[int, Tensor] = {}  # per seed time, every article's recent sales
         self._graphs_after_warmup: int | None = None
 
     @classmethod
@@ -157,12 +158,15 @@ class TaskInference:
         self.model.eval()
         keys = []
         num = self.snapshot.num_nodes[ARTICLE]
+        everything = torch.arange(num)
+        popularity = snapshot_popularity(self.snapshot, everything, torch.full_like(everything, seed_time))
+        self.popularity = {seed_time: popularity}
         for start in range(0, num, ARTICLE_KEY_BATCH):
             seeds = torch.arange(start, min(num, start + ARTICLE_KEY_BATCH))
             times = torch.full_like(seeds, seed_time)
             inputs = gather_inputs(self.snapshot, self.sampler.sample(ARTICLE, seeds, times)).to(self.device)
-            popularity = snapshot_popularity(self.snapshot, seeds, times).to(self.device)
-            keys.append(self.model.head.with_prior(self.model(inputs), popularity))
+            prior = popularity[start:start + len(seeds)].to(self.device)
+            keys.append(self.model.head.with_prior(self.model(inputs), prior))
         return torch.cat(keys)
 
     @torch.inference_mode()
@@ -191,7 +195,9 @@ class TaskInference:
             keys = article_keys if article_keys is not None else self.article_keys
             if keys is None:
                 keys = self.article_keys = self.compute_article_keys(self.snapshot.end_time)
-            history = snapshot_history(self.snapshot, entity, seed_time)
+            times = seed_time.unique()
+            table = self.popularity.get(int(times[0])) if len(times) == 1 else None
+            history = snapshot_history(self.snapshot, entity, seed_time, table)
             history = PurchaseHistory(*(t.to(self.device) for t in history))
             scores, articles = self.model.head.rank(output, keys, k, history)
             result.scores, result.articles = scores.float().cpu(), articles.cpu()

@@ -104,3 +104,11 @@ def test_popularity_matches_plain_loops(snapshot, purchases) -> None:
         got = snapshot_popularity(snapshot, article, torch.full((ARTICLES,), t))
         expected = torch.tensor([brute_popularity(purchases, a, t) for a in range(ARTICLES)])
         torch.testing.assert_close(got, expected)
+
+
+def test_a_shared_popularity_table_gives_the_same_history(snapshot) -> None:
+    customer, time = torch.arange(CUSTOMERS), torch.full((CUSTOMERS,), 140)
+    table = snapshot_popularity(snapshot, torch.arange(ARTICLES), torch.full((ARTICLES,), 140))
+    direct = snapshot_history(snapshot, customer, time)
+    for a, b in zip(direct, snapshot_history(snapshot, customer, time, table), strict=True):
+        assert torch.equal(a, b)
