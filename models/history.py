@@ -22,11 +22,11 @@ HISTORY_SLOTS = 32
 """Most recent distinct articles kept per customer (the ``N`` of every history tensor)."""
 HISTORY_EDGES = 1024
 """Most recent purchases of a customer read to build its history (bounds the work per customer)."""
-WINDOWS = (7, 28)
+WINDOWS = (7, 28, 91)
 """Day windows of the recent-count features."""
 NUM_POPULARITY = len(WINDOWS) + 2
 """Per article: log counts over :data:`WINDOWS`, over the day before, and log days since its last sale."""
-NUM_PAIR = 2 * len(WINDOWS) + 9 + NUM_POPULARITY
+NUM_PAIR = 3 * len(WINDOWS) + 9 + NUM_POPULARITY
 """Per (customer, past article) pair, see :func:`customer_history`."""
 
 
@@ -90,7 +90,8 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     article) pair the features are ``log1p`` of: times bought, days since last and since first
     bought, times bought in each window of :data:`WINDOWS`; whether bought in each window; the
     slot's recency rank over ``slots``; the share of the customer's purchases; ``log1p`` of the
-    customer's purchases, distinct articles and days since its last purchase; then the article's
+    customer's purchases, distinct articles and days since its last purchase; whether the slot is
+    the most recent; ``log1p`` of the customer's purchases in each window; then the article's
     :func:`article_popularity`. Slots are ordered by the pair's latest purchase (a later row of
     the same day counts as later, as the repeat baseline orders them).
 
@@ -124,6 +125,8 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     count, latest_pos = reduce(ones, "sum"), reduce(pos, "amax")
     last, first = reduce(day, "amax"), reduce(day, "amin")
     windows = [reduce((day >= seed - w).long(), "sum") for w in WINDOWS]
+    customer_windows = [torch.zeros(num, dtype=torch.long).index_add_(0, row, (day >= seed - w).long())
+                        for w in WINDOWS]
     pair_row = pair // max(article_csr.num_rows, 1)
     pair_article = pair % max(article_csr.num_rows, 1)
 
@@ -144,6 +147,7 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     columns += [(w.index_select(0, keep) > 0).float() for w in windows]
     columns += [rank.float() / slots, c.float() / n_events.float(), _log(n_events), _log(n_distinct),
                 _log(recent), (rank == 0).float()]
+    columns += [_log(active.index_select(0, r)) for active in customer_windows]
     art = pair_article.index_select(0, keep)
     pop = article_popularity(article_csr, art, t) if popularity is None else popularity.index_select(0, art)
     features = torch.cat([torch.stack(columns, dim=-1), pop], dim=-1)

@@ -64,6 +64,7 @@ def brute_history(purchases, customer: int, time: int) -> list[tuple[int, list[f
         row += [log1p(n) for n in in_window] + [float(n > 0) for n in in_window]
         row += [rank / HISTORY_SLOTS, len(mine) / len(events), log1p(len(events)), log1p(len(latest)),
                 log1p(time - events[-1][0]), float(rank == 0)]
+        row += [log1p(sum(d >= time - w for d, _, _ in events)) for w in WINDOWS]
         out.append((a, row + brute_popularity(purchases, a, time)))
     return out
 
@@ -92,10 +93,10 @@ def test_seed_day_purchases_are_excluded(snapshot, purchases) -> None:
     # 7 and 28 days before the seed time are the windows' first days; 29 days before is outside.
     for article, in_7, in_28 in ((37, 1.0, 1.0), (38, 0.0, 1.0)):
         slot = before.index(article)
-        assert history.features[0, slot, 5:7].tolist() == [in_7, in_28]
+        assert history.features[0, slot, 6:8].tolist() == [in_7, in_28]
     late = snapshot_history(snapshot, torch.tensor([0]), torch.tensor([151]))
     slot = late.article[0].tolist().index(38)
-    assert late.features[0, slot, 6].item() == 0.0
+    assert late.features[0, slot, 7].item() == 0.0
 
 
 def test_popularity_matches_plain_loops(snapshot, purchases) -> None:
