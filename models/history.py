@@ -18,7 +18,7 @@ from models.csr import TemporalCSR
 from models.schema import ARTICLE, CUSTOMER
 from models.snapshot import GraphSnapshot
 
-HISTORY_SLOTS = 32
+HISTORY_SLOTS = 128
 """Most recent distinct articles kept per customer (the ``N`` of every history tensor)."""
 HISTORY_EDGES = 1024
 """Most recent purchases of a customer read to build its history (bounds the work per customer)."""
