@@ -113,7 +113,7 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     pos = start.index_select(0, row) + offset
     article = customer_csr.col.index_select(0, pos).long()
     day = customer_csr.day.index_select(0, pos).long()
-    seed = time.index_select(0, row)
+    age = time.index_select(0, row) - day  # days before the seed time, >= 1
 
     pair, group = torch.unique(row * max(article_csr.num_rows, 1) + article, return_inverse=True)
     size = pair.numel()
@@ -124,9 +124,9 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     ones = torch.ones_like(day)
     count, latest_pos = reduce(ones, "sum"), reduce(pos, "amax")
     last, first = reduce(day, "amax"), reduce(day, "amin")
-    windows = [reduce((day >= seed - w).long(), "sum") for w in WINDOWS]
-    customer_windows = [torch.zeros(num, dtype=torch.long).index_add_(0, row, (day >= seed - w).long())
-                        for w in WINDOWS]
+    within = [(age <= w).long() for w in WINDOWS]
+    windows = [reduce(inside, "sum") for inside in within]
+    customer_windows = [torch.zeros(num, dtype=torch.long).index_add_(0, row, inside) for inside in within]
     pair_row = pair // max(article_csr.num_rows, 1)
     pair_article = pair % max(article_csr.num_rows, 1)
 
