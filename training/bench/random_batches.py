@@ -155,7 +155,7 @@ def random_purchase_extras(tables: RandomTables, num_seeds: int, seed: int = 0) 
     slots (distinct articles of ``tables``), about half the positives among their row's history."""
     gen = torch.Generator().manual_seed(seed)
     num_articles = int(tables.categorical[ARTICLE].shape[0])
-    slots = HISTORY_SLOTS
+    slots = min(HISTORY_SLOTS, num_articles)
     article = torch.stack([torch.randperm(num_articles, generator=gen)[:slots] for _ in range(num_seeds)])
     mask = torch.arange(slots) < torch.randint(0, slots + 1, (num_seeds, 1), generator=gen)
     features = torch.rand(num_seeds, slots, NUM_PAIR, generator=gen) * mask.unsqueeze(-1)
