@@ -48,6 +48,7 @@ class WorkerSettings:
         max_batch_size: largest batch, which sizes the top bucket.
         batch_timeout_s: how long a batch waits to fill after its first request.
         threads: torch intra-op threads of this worker.
+        compile_cache_dir: ``--compile-cache-dir`` (``None``: beside the bundle when writable).
     """
 
     bundle_dir: str
@@ -57,6 +58,7 @@ class WorkerSettings:
     max_batch_size: int = 32
     batch_timeout_s: float = 0.0
     threads: int = 1
+    compile_cache_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ class TaskAPI(ls.LitAPI):
         snapshot = GraphSnapshot.open(self.settings.snapshot_dir)
         self.inference = TaskInference.from_bundle(
             Path(self.settings.bundle_dir), snapshot, compile=self.settings.compile, device=device,
-            cuda_graphs=self.settings.cuda_graphs, max_batch_size=self.settings.max_batch_size)
+            cuda_graphs=self.settings.cuda_graphs, max_batch_size=self.settings.max_batch_size,
+            cache_dir=Path(self.settings.compile_cache_dir) if self.settings.compile_cache_dir else None)
         report = self.inference.warm_up()
         self.metrics = WorkerMetrics(self.task)
         cache = "disabled" if self.settings.compile == "none" else "hit" if report.cache_hit else "miss"

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.cli import OneLineErrors
 from models.compile import STRATEGIES
 from models.config import ModelConfig
 from training.tasks.definitions import TASKS
@@ -134,14 +135,9 @@ class FitConfig:
         return dataclasses.replace(RECIPES[task], **overrides)
 
 
-class _OneLineErrors(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _build_parser() -> argparse.ArgumentParser:
     d = FitConfig(Path(), Path(), tuple(TASKS))
-    p = _OneLineErrors(prog="python -m training.fit",
+    p = OneLineErrors(prog="python -m training.fit",
                        description="Train the relational GNN of each task, evaluate it against the baselines "
                                    "and write one checkpoint bundle per task.")
     p.add_argument("--data", type=Path, required=True, help="directory with the three H&M CSV files")
