@@ -31,6 +31,7 @@ from models.config import ModelConfig
 from models.features import TableSpec, table_specs
 from models.files import atomic_write
 from models.model import TaskModel
+from models.registry import TASK_NAMES
 from models.sampler import SamplerConfig
 from models.snapshot import GraphSnapshot
 
@@ -40,7 +41,6 @@ CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.json"
 CACHE_DIR = "compile_cache"
 SNAPSHOT_DIR = "snapshot"
-TASK_NAMES = ("churn", "sales", "purchase")
 
 
 class BundleError(ValueError):
@@ -57,7 +57,7 @@ class BundleConfig:
     """What ``config.json`` records about a trained task model.
 
     Args:
-        task: ``"churn"``, ``"sales"`` or ``"purchase"``.
+        task: a name of :data:`models.registry.TASKS`.
         model: model shape.
         sampler: fanouts used in training; serving samples with ``strategy="last"``.
         specs: per node type, the feature columns the encoders were built for.

@@ -20,6 +20,7 @@ from models.compile import CompileConfig, Predictor, compiled_graph_count
 from models.compile_cache import CompileCacheRecorder, load_compile_cache
 from models.features import TableSpec, gather_inputs
 from models.model import TaskModel
+from models.registry import TASKS
 from models.sampler import SamplerConfig, TemporalSampler
 from models.schema import ARTICLE
 from models.snapshot import GraphSnapshot
@@ -139,7 +140,7 @@ class TaskInference:
         recorder = CompileCacheRecorder() if path is not None and not hit else None
         specs: dict[str, TableSpec] = self.config.specs
         runs = self.predictor.warmup({t: (len(s.cardinalities), s.num_numeric) for t, s in specs.items()})
-        if self.task == "purchase":
+        if TASKS[self.task].ranks:
             self.article_keys = self.compute_article_keys(self.snapshot.end_time)
         if recorder is not None:
             try:
@@ -190,7 +191,7 @@ class TaskInference:
         result = InferenceResult(bucket=bucket.name if bucket else self.compile_config.strategy)
         if bucket is not None:
             result.padding_ratio = 1.0 - sum(inputs.num_nodes().values()) / sum(bucket.nodes.values())
-        if self.task == "purchase":
+        if TASKS[self.task].ranks:
             keys = article_keys if article_keys is not None else self.article_keys
             if keys is None:
                 keys = self.article_keys = self.compute_article_keys(self.snapshot.end_time)

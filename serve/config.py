@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.cli import OneLineErrors
+from models.registry import TASK_NAMES
 
-TASKS = ("churn", "sales", "purchase")
+TASKS = TASK_NAMES
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")
 COMPILE_STRATEGIES = ("none", "dynamic", "buckets")
 PROG = "python -m serve"

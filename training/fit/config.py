@@ -12,6 +12,7 @@ from pathlib import Path
 from models.cli import OneLineErrors
 from models.compile import STRATEGIES
 from models.config import ModelConfig
+from models.registry import TASKS as TASK_SPECS
 from training.tasks.definitions import TASKS
 
 ALL_TASKS = "all"
@@ -47,12 +48,8 @@ class TaskRecipe:
                            num_layers=len(self.fanouts), aggregation=self.aggregation)
 
 
-RECIPES: dict[str, TaskRecipe] = {
-    "churn": TaskRecipe(),
-    # Hot articles sell dozens a week: a wide first hop sees them all, summed rather than averaged.
-    "sales": TaskRecipe(fanouts=(48, 4), aggregation="sum", epochs=6, max_train_cutoffs=24, lr=0.001),
-    "purchase": TaskRecipe(),
-}
+RECIPES: dict[str, TaskRecipe] = {task: TaskRecipe(**spec.recipe) for task, spec in TASK_SPECS.items()}
+"""Per task, the defaults with its registry entry's ``recipe`` overrides."""
 
 
 @dataclass

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from models.registry import TASKS as TASK_SPECS
 from models.tables import Transactions
 from training.tasks.day_windows import day_slice, sort_by_day
 from training.tasks.table import TaskTable
@@ -175,8 +176,14 @@ def purchase_repeat(tx: Transactions, table: TaskTable, k: int = 12) -> np.ndarr
     return pred
 
 
-BASELINES: dict[str, dict[str, Baseline]] = {
-    "churn": {"recency_frequency": churn_recency_frequency},
-    "sales": {"last_week": sales_last_week},
-    "purchase": {"popular": purchase_popular, "repeat": purchase_repeat},
+BASELINE_FUNCTIONS: dict[str, Baseline] = {
+    "recency_frequency": churn_recency_frequency,
+    "last_week": sales_last_week,
+    "popular": purchase_popular,
+    "repeat": purchase_repeat,
 }
+"""Every baseline by the name a task's registry entry lists it under."""
+
+BASELINES: dict[str, dict[str, Baseline]] = {
+    task: {name: BASELINE_FUNCTIONS[name] for name in spec.baselines} for task, spec in TASK_SPECS.items()}
+"""Per task, its baselines by name (from :mod:`models.registry`)."""
