@@ -183,7 +183,7 @@ def test_stale_corrupt_or_foreign_artifacts_are_misses(artifact: Path, tmp_path:
         # A changed byte fails the seal; re-sealed, it still fails its part's own digest.
         "flipped": raw[:-1] + bytes([raw[-1] ^ 0xFF]),
         "flipped-resealed": seal(header + b"\n" + bytes([payload[0] ^ 0xFF]) + payload[1:]),
-        "stale": seal(json.dumps({**meta, "key": {**meta["key"], "torch": "1.0"}}).encode() + b"\n" + payload),
+        "stale": seal(json.dumps({**meta, "key": {**meta["key"], "torch": "1"}}).encode() + b"\n" + payload),
     }
     escape = copy.deepcopy(meta)
     escape["parts"][-1][0] = "kernel:../../escaped.so"
