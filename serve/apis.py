@@ -65,7 +65,7 @@ class Query:
 class TaskAPI(ls.LitAPI):
     """Shared hooks; a subclass per registry entry names the task, its id field and its bodies."""
 
-    spec: ClassVar[TaskSpec]
+    task_spec: ClassVar[TaskSpec]
     task: ClassVar[str]
     id_field: ClassVar[str]
 
@@ -135,7 +135,7 @@ class ValueAPI(TaskAPI):
     """A task answered with one number per entity (``{id_field: ..., value_field: x}``)."""
 
     def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
-        return [{self.spec.id_field: q.id, self.spec.value_field: v}
+        return [{self.task_spec.id_field: q.id, self.task_spec.value_field: v}
                 for q, v in zip(queries, result.values.tolist(), strict=True)]
 
 
@@ -149,8 +149,8 @@ class RankAPI(TaskAPI):
     def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
         article_ids = self.inference.snapshot.ids[ARTICLE]
         scores, articles = result.scores.tolist(), result.articles.tolist()
-        field = self.spec.value_field
-        return [{self.spec.id_field: q.id,
+        field = self.task_spec.value_field
+        return [{self.task_spec.id_field: q.id,
                  field: [{"article_id": article_ids[a].decode("ascii"), "score": s}
                          for a, s in zip(row_articles[: q.k], row_scores[: q.k], strict=True)]}
                 for q, row_scores, row_articles in zip(queries, scores, articles, strict=True)]
@@ -170,7 +170,7 @@ def _api_class(spec: TaskSpec) -> type[TaskAPI]:
     name = f"{spec.name.capitalize()}API"
     cls = type(name, (RankAPI if spec.ranks else ValueAPI,), {
         "__doc__": f"``POST {spec.path}``: {spec.question}.", "__module__": __name__, "__qualname__": name,
-        "spec": spec, "task": spec.name, "id_field": spec.id_field,
+        "task_spec": spec, "task": spec.name, "id_field": spec.id_field,
         "decode_request": decode_request, "encode_response": encode_response})
     globals()[name] = cls  # LitServe pickles the API into its worker: the class must be importable
     return cls
