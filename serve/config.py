@@ -134,7 +134,7 @@ def _task_list(value: str) -> tuple[str, ...]:
 def parse_args(argv: list[str] | None = None) -> ServeConfig:
     """Build a :class:`ServeConfig` from ``argv``; exits 2 with one line on a bad argument."""
     d = ServeConfig(artifacts=Path("."))
-    p = OneLineErrors(prog=PROG, description="Serve churn, sales and purchase predictions over HTTP.")
+    p = OneLineErrors(prog=PROG, description=f"Serve {', '.join(TASKS)} predictions over HTTP.")
     p.add_argument("--artifacts", type=Path, required=True, help="bundles from python -m training.fit")
     p.add_argument("--host", default=d.host, choices=HOSTS)
     p.add_argument("--port", type=int, default=d.port)
