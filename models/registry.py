@@ -37,7 +37,8 @@ class TaskSpec:
         primary_metric: the metric used for model selection, one of ``metrics``.
         higher_is_better: direction of ``primary_metric``.
         labels: name of the label function in :mod:`training.tasks.definitions`.
-        baselines: names of the rule baselines in :mod:`training.tasks.baselines` it is tested against.
+        baselines: the baselines it is tested against: report name -> function name in
+            :mod:`training.tasks.baselines`.
         recipe: ``training.fit``'s :class:`TaskRecipe` fields that differ from the defaults.
         load_share: percent of the load test's requests that go to this task.
         question: what the prediction answers, in one line (API docs, README).
@@ -55,7 +56,7 @@ class TaskSpec:
     primary_metric: str
     higher_is_better: bool
     labels: str
-    baselines: tuple[str, ...]
+    baselines: Mapping[str, str]
     load_share: int
     question: str
     recipe: Mapping[str, Any] = field(default_factory=dict)
@@ -65,6 +66,7 @@ class TaskSpec:
         if self.primary_metric not in self.metrics:
             raise ValueError(f"task {self.name}: primary metric {self.primary_metric} not in {self.metrics}")
         object.__setattr__(self, "recipe", MappingProxyType(dict(self.recipe)))
+        object.__setattr__(self, "baselines", MappingProxyType(dict(self.baselines)))
 
     @property
     def path(self) -> str:
@@ -82,14 +84,16 @@ _SPECS = (
         name="churn", task_type=BINARY, entity_type=CUSTOMER, id_field="customer_id",
         value_field="churn_probability", window_days=7, head="ChurnHead",
         metrics=("auroc", "average_precision"), primary_metric="auroc", higher_is_better=True,
-        labels="churn_labels", baselines=("recency_frequency",), load_share=25,
+        labels="churn_labels", load_share=25,
+        baselines={"recency_frequency": "churn_recency_frequency", "lightgbm": "lightgbm_churn"},
         question="probability that a customer buys nothing in the next 7 days",
     ),
     TaskSpec(
         name="sales", task_type=REGRESSION, entity_type=ARTICLE, id_field="article_id",
         value_field="sales_7d", window_days=7, head="SalesHead",
         metrics=("mae", "rmse"), primary_metric="mae", higher_is_better=False,
-        labels="sales_labels", baselines=("last_week",), load_share=15,
+        labels="sales_labels", load_share=15,
+        baselines={"last_week": "sales_last_week", "lightgbm": "lightgbm_sales"},
         question="an article's summed sales price over the next 7 days",
         # Hot articles sell dozens a week: a wide first hop sees them all, summed rather than averaged.
         recipe={"fanouts": (48, 4), "aggregation": "sum", "epochs": 6, "max_train_cutoffs": 24, "lr": 0.001},
@@ -98,7 +102,9 @@ _SPECS = (
         name="purchase", task_type=LINK, entity_type=CUSTOMER, id_field="customer_id",
         value_field="articles", window_days=7, head="PurchaseHead",
         metrics=("map@12", "precision@12", "recall@12"), primary_metric="map@12", higher_is_better=True,
-        labels="purchase_labels", baselines=("popular", "repeat"), load_share=60,
+        labels="purchase_labels", load_share=60,
+        baselines={"popular": "purchase_popular", "repeat": "purchase_repeat",
+                   "lightgbm": "lightgbm_purchase"},
         question="the k articles a customer most likely buys next",
     ),
 )

@@ -11,8 +11,7 @@ from models.heads import HEADS
 from models.registry import TASKS, TaskSpec, task_spec
 from serve.apis import API_CLASSES
 from serve.schemas import REQUESTS, RESPONSES
-from training.tasks import definitions
-from training.tasks.baselines import BASELINE_FUNCTIONS
+from training.tasks import baselines, definitions
 
 
 @pytest.mark.parametrize("name", list(TASKS))
@@ -20,7 +19,7 @@ def test_every_entry_names_a_head_label_function_and_baselines_that_exist(name: 
     spec = TASKS[name]
     assert HEADS[name].seed_types[0] == spec.entity_type, "the head embeds the task's entity"
     assert callable(getattr(definitions, spec.labels))
-    assert spec.baselines and set(spec.baselines) <= set(BASELINE_FUNCTIONS)
+    assert spec.baselines and all(callable(getattr(baselines, f)) for f in spec.baselines.values())
     assert API_CLASSES[name].task == name and API_CLASSES[name].__module__ == "serve.apis"
     assert list(RESPONSES[name].model_fields) == [spec.id_field, spec.value_field]
     assert spec.id_field in REQUESTS[name].model_fields and ("k" in REQUESTS[name].model_fields) == spec.ranks
