@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.history import NUM_PAIR, NUM_POPULARITY, PurchaseExtras, PurchaseHistory
+from models.registry import TASKS
 from models.schema import ARTICLE, CUSTOMER
 
 
@@ -224,4 +225,5 @@ class PurchaseHead(nn.Module):
         return _weighted_mean(per_row, weight)
 
 
-HEADS: dict[str, type[nn.Module]] = {"churn": ChurnHead, "sales": SalesHead, "purchase": PurchaseHead}
+HEADS: dict[str, type[nn.Module]] = {task: globals()[spec.head] for task, spec in TASKS.items()}
+"""Per task, the head class its :mod:`models.registry` entry names."""
