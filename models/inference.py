@@ -23,10 +23,12 @@ from models.model import TaskModel
 from models.sampler import SamplerConfig, TemporalSampler
 from models.schema import ARTICLE
 from models.snapshot import GraphSnapshot
+from models.temporal_features import active_within
 
 log = logging.getLogger(__name__)
 
 ARTICLE_KEY_BATCH = 1024
+CHURN_ACTIVE_DAYS = 7  # churn is defined (and trained) for customers active in the last 7 days
 
 
 @dataclass
@@ -47,6 +49,8 @@ class InferenceResult:
         values: ``(B,)`` churn probabilities or 7-day sales (``None`` for purchase).
         scores: ``(B, k)`` purchase scores, descending (``None`` otherwise).
         articles: ``(B, k)`` int64 article indices matching ``scores``.
+        active: churn only: ``(B,)`` bool, whether the customer bought in the 7 days before the
+            seed time (the population the churn model is trained on; others are extrapolated).
         bucket: the shape bucket the batch ran in (``"eager"``/``"dynamic"`` when not padded).
         padding_ratio: share of the bucket's node rows that were padding.
         stage_seconds: wall seconds of ``sample``, ``forward`` and ``rank``.
@@ -55,6 +59,7 @@ class InferenceResult:
     values: Tensor | None = None
     scores: Tensor | None = None
     articles: Tensor | None = None
+    active: Tensor | None = None
     bucket: str = ""
     padding_ratio: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -191,6 +196,8 @@ class TaskInference:
             result.scores, result.articles = scores.float().cpu(), articles.cpu()
         else:
             result.values = self.model.predict(output).float().cpu()
+        if self.task == "churn":
+            result.active = active_within(self.snapshot, self.entity_type, entity, seed_time, CHURN_ACTIVE_DAYS)
         t3 = time.perf_counter()
         result.stage_seconds = {"sample": t1 - t0, "forward": t2 - t1, "rank": t3 - t2}
         return result

@@ -24,6 +24,7 @@ from torch import Tensor
 from models.csr import TemporalCSR, sort_edges
 from models.schema import ARTICLE, CUSTOMER
 
+OTHER = {CUSTOMER: ARTICLE, ARTICLE: CUSTOMER}
 WINDOWS_DAYS: tuple[int, ...] = (7, 14, 28, 91, 364)
 RECENCY_CAP_DAYS = 365
 FEATURE_NAMES: tuple[str, ...] = (
@@ -37,10 +38,20 @@ _LOG_SCALE = 1.0 / 4.0
 
 @dataclass(frozen=True)
 class _Prefix:
-    """Prefix sums over one CSR's edges, ``(E + 1,)`` each: price (float64) and day starts."""
+    """Per CSR: prefix sums over its edges, ``(E + 1,)`` each (price as float64, day starts), and
+    ``key`` ``(E,)`` int64 ``row * span + day - min_day``, sorted because rows are sorted by
+    ``(node, day)``: one ``searchsorted`` finds a row's edges before a day for every node at once."""
 
     spend: Tensor
     day_starts: Tensor
+    key: Tensor
+    min_day: int
+    span: int
+
+    def before(self, ids: Tensor, time: Tensor) -> Tensor:
+        """``(N,)`` int64: the CSR position of node ``ids``'s first edge with ``day >= time``."""
+        day = (time - self.min_day).clamp(min=0, max=self.span - 1)
+        return torch.searchsorted(self.key, ids * self.span + day)
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -72,7 +83,12 @@ def _build_prefix(snapshot) -> dict:
             starts[csr.rowptr.numpy()[:-1][np.diff(csr.rowptr.numpy()) > 0]] = 1  # a row's first edge
         spend = np.concatenate([[0.0], np.cumsum(prices[node_type])])
         count = np.concatenate([[0], np.cumsum(starts)])
-        out[node_type] = _Prefix(torch.from_numpy(spend), torch.from_numpy(count))
+        min_day = int(day.min()) if len(day) else 0
+        span = (int(day.max()) if len(day) else 0) - min_day + 2  # days min_day .. max_day + 1
+        row = np.repeat(np.arange(csr.num_rows, dtype=np.int64), np.diff(csr.rowptr.numpy()))
+        key = row * span + (day.astype(np.int64) - min_day)
+        out[node_type] = _Prefix(torch.from_numpy(spend), torch.from_numpy(count), torch.from_numpy(key),
+                                 min_day, span)
     return out
 
 
@@ -93,10 +109,10 @@ def temporal_features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) 
     ids, seed_time = ids.long(), seed_time.long()
     csr = snapshot.adjacency[(node_type, OTHER[node_type])]
     prefix, mean_price = _prefix_sums(snapshot, node_type)
-    start, end = csr.row_bounds_before(ids, seed_time)
+    start, end = csr.rowptr.index_select(0, ids), prefix.before(ids, seed_time)
     columns = []
     for window in WINDOWS_DAYS:
-        _, lo = csr.row_bounds_before(ids, seed_time - window)
+        lo = prefix.before(ids, seed_time - window)
         columns.append((end - lo).double())
         columns.append((prefix.spend.index_select(0, end) - prefix.spend.index_select(0, lo)) / mean_price)
         columns.append((prefix.day_starts.index_select(0, end) - prefix.day_starts.index_select(0, lo)).double())
@@ -118,4 +134,11 @@ def temporal_features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) 
     return torch.cat([logged, recency[:, None], age[:, None], has[:, None].double()], dim=1).float()
 
 
-OTHER = {CUSTOMER: ARTICLE, ARTICLE: CUSTOMER}
+
+
+def active_within(snapshot, node_type: str, ids: Tensor, seed_time: Tensor, days: int) -> Tensor:
+    """``(N,)`` bool: whether each node has an event in the ``days`` days before its seed time
+    (``seed_time - days <= day < seed_time``), e.g. the churn task's population for ``days=7``."""
+    prefix, _ = _prefix_sums(snapshot, node_type)
+    ids, seed_time = ids.long(), seed_time.long()
+    return prefix.before(ids, seed_time) > prefix.before(ids, seed_time - days)

@@ -145,8 +145,8 @@ class ChurnAPI(TaskAPI):
         return self.lookup(request.customer_id)
 
     def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
-        return [{"customer_id": q.id, "churn_probability": p}
-                for q, p in zip(queries, result.values.tolist(), strict=True)]
+        return [{"customer_id": q.id, "churn_probability": p, "active_last_7d": a}
+                for q, p, a in zip(queries, result.values.tolist(), result.active.tolist(), strict=True)]
 
     def encode_response(self, output: tuple) -> ChurnResponse:
         return self.respond(output)

@@ -83,10 +83,17 @@ class PurchaseRequest(_Strict):
 
 
 class ChurnResponse(BaseModel):
-    """Probability that an active customer buys nothing in the 7 days after the snapshot."""
+    """Probability that an active customer buys nothing in the 7 days after the snapshot.
+
+    The model is trained on customers who bought in the last 7 days of their history (the
+    RelBench definition); ``active_last_7d`` says whether this customer is one of them. For a
+    customer who is not, the probability is an extrapolation outside the trained population.
+    """
 
     customer_id: str
     churn_probability: float = Field(ge=0.0, le=1.0)
+    active_last_7d: bool = Field(description="bought in the last 7 days of the snapshot: the population "
+                                             "the churn model is trained on (false: an extrapolation)")
 
 
 class SalesResponse(BaseModel):

@@ -33,6 +33,7 @@ def test_churn_returns_a_probability(post, snapshot):
     assert r.status_code == 200
     body = r.json()
     assert body["customer_id"] == cid and 0.0 <= body["churn_probability"] <= 1.0
+    assert isinstance(body["active_last_7d"], bool)
 
 
 def test_sales_returns_non_negative_sales_and_keeps_the_leading_zero(post, snapshot):

@@ -10,6 +10,7 @@ import torch
 
 from models.inference import TaskInference
 from models.schema import ARTICLE, CUSTOMER
+from models.temporal_features import NUM_TEMPORAL
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -42,6 +43,26 @@ def test_values_match_the_offline_prediction(server, artifacts, snapshot, task, 
     answers = served(server, task, [{field: snapshot.ids[node_type][i].decode()} for i in indices])
     assert [a[field] for a in answers] == [snapshot.ids[node_type][i].decode() for i in indices]
     assert [a[value] for a in answers] == pytest.approx(expected, rel=1e-4, abs=1e-5)
+
+
+def test_churn_answers_say_whether_the_customer_is_in_the_trained_population(server, artifacts, snapshot):
+    tx = snapshot.transactions()
+    recent = set(tx.customer[tx.day >= snapshot.end_time - 7].tolist())
+    active = sorted(recent)[:IDS // 2]
+    inactive = [c for c in range(snapshot.num_nodes[CUSTOMER]) if c not in recent][:IDS // 2]
+    indices = active + inactive
+    assert active and inactive
+    result = offline(artifacts, snapshot, "churn", indices)
+    answers = served(server, "churn", [{"customer_id": snapshot.ids[CUSTOMER][i].decode()} for i in indices])
+    assert [a["active_last_7d"] for a in answers] == [i in recent for i in indices] == result.active.tolist()
+    assert [a["churn_probability"] for a in answers] == pytest.approx(result.values.tolist(), rel=1e-4, abs=1e-5)
+
+
+def test_the_served_model_reads_the_temporal_aggregates(artifacts, snapshot):
+    for task in ("churn", "sales", "purchase"):
+        inference = TaskInference.from_bundle(artifacts / task, snapshot, compile="none")
+        for node_type, spec in inference.config.specs.items():
+            assert spec.num_numeric == snapshot.numeric[node_type].shape[1] + NUM_TEMPORAL
 
 
 def test_purchase_rankings_match_the_offline_ranking(server, artifacts, snapshot):
