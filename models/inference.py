@@ -197,7 +197,8 @@ class TaskInference:
         else:
             result.values = self.model.predict(output).float().cpu()
         if self.task == "churn":
-            result.active = active_within(self.snapshot, self.entity_type, entity, seed_time, CHURN_ACTIVE_DAYS)
+            result.active = active_within(self.snapshot, self.entity_type, entity, seed_time,
+                                          CHURN_ACTIVE_DAYS)
         t3 = time.perf_counter()
         result.stage_seconds = {"sample": t1 - t0, "forward": t2 - t1, "rank": t3 - t2}
         return result

@@ -92,6 +92,11 @@ def _build_prefix(snapshot) -> dict:
     return out
 
 
+def _between(cumulative: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
+    """``(N,)`` float64 sum of the edges at positions ``lo <= pos < hi`` from their prefix sums."""
+    return (cumulative.index_select(0, hi) - cumulative.index_select(0, lo)).double()
+
+
 def temporal_features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tensor:
     """Temporal aggregates of nodes ``ids`` at ``seed_time``, from edges with ``day < seed_time``.
 
@@ -114,10 +119,10 @@ def temporal_features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) 
     for window in WINDOWS_DAYS:
         lo = prefix.before(ids, seed_time - window)
         columns.append((end - lo).double())
-        columns.append((prefix.spend.index_select(0, end) - prefix.spend.index_select(0, lo)) / mean_price)
-        columns.append((prefix.day_starts.index_select(0, end) - prefix.day_starts.index_select(0, lo)).double())
+        columns.append(_between(prefix.spend, lo, end) / mean_price)
+        columns.append(_between(prefix.day_starts, lo, end))
     columns.append((end - start).double())
-    columns.append((prefix.day_starts.index_select(0, end) - prefix.day_starts.index_select(0, start)).double())
+    columns.append(_between(prefix.day_starts, start, end))
     logged = torch.stack(columns, dim=1).clamp(min=0.0).log1p() * _LOG_SCALE
     has = end > start
     last_edge = (end - 1).clamp(min=0, max=max(csr.num_edges - 1, 0))

@@ -55,7 +55,8 @@ def test_churn_answers_say_whether_the_customer_is_in_the_trained_population(ser
     result = offline(artifacts, snapshot, "churn", indices)
     answers = served(server, "churn", [{"customer_id": snapshot.ids[CUSTOMER][i].decode()} for i in indices])
     assert [a["active_last_7d"] for a in answers] == [i in recent for i in indices] == result.active.tolist()
-    assert [a["churn_probability"] for a in answers] == pytest.approx(result.values.tolist(), rel=1e-4, abs=1e-5)
+    probabilities = [a["churn_probability"] for a in answers]
+    assert probabilities == pytest.approx(result.values.tolist(), rel=1e-4, abs=1e-5)
 
 
 def test_the_served_model_reads_the_temporal_aggregates(artifacts, snapshot):

@@ -15,6 +15,7 @@ import torch
 
 from models.bundle import CONFIG_FILE, METRICS_FILE, SNAPSHOT_DIR, WEIGHTS_FILE, BundleError, load_bundle
 from models.inference import TaskInference
+from models.quality import baseline_warning
 from models.snapshot import GraphSnapshot
 from training.data.load import load_tables
 from training.fit.data import task_splits
@@ -56,9 +57,14 @@ def test_writes_a_bundle_per_task_beside_the_snapshot(trained_artifacts: Path) -
 def test_metrics_json_has_the_agreed_form(trained_artifacts: Path, task: str) -> None:
     doc = json.loads((trained_artifacts / task / METRICS_FILE).read_text())
     spec = TASKS[task]
-    assert list(doc) == ["task", "primary", "higher_is_better", "val", "test"]
+    assert list(doc) == ["task", "primary", "higher_is_better", "beats_baselines", "val", "test"]
     assert (doc["task"], doc["primary"], doc["higher_is_better"]) == (
         task, spec.primary_metric, spec.higher_is_better)
+    model, others = doc["val"]["model"][spec.primary_metric], [
+        m[spec.primary_metric] for m in doc["val"]["baselines"].values()]
+    better = [model > o if spec.higher_is_better else model < o for o in others]
+    assert doc["beats_baselines"] is all(better)
+    assert (baseline_warning(doc) is None) is all(better)
     for split in ("val", "test"):
         assert set(doc[split]) == {"model", "baselines"}
         assert set(doc[split]["baselines"]) == set(BASELINES[task])
@@ -156,3 +162,12 @@ def test_buckets_compile_trains_without_recompiles_after_the_first_epoch(tiny_cs
     snapshot = GraphSnapshot.open(out / SNAPSHOT_DIR)
     _, model = load_bundle(out / "churn", snapshot)
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_the_warning_names_the_best_baseline_on_validation() -> None:
+    split = {"model": {"mae": 0.05}, "baselines": {"last_week": {"mae": 0.04}, "zero": {"mae": 0.06}}}
+    doc = {"task": "sales", "primary": "mae", "higher_is_better": False, "beats_baselines": False,
+           "val": split, "test": split}
+    assert baseline_warning(doc) == ("the sales model does not beat the best baseline on validation: "
+                                     "mae 0.0500 vs last_week 0.0400")
+    assert baseline_warning({**doc, "beats_baselines": True}) is None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,7 +54,8 @@ def brute_force(tables: RelTables, node_type: str, node: int, seed_time: int) ->
 
 
 @pytest.mark.parametrize("node_type", [CUSTOMER, ARTICLE])
-def test_matches_brute_force_at_window_edges(tables: RelTables, snapshot: GraphSnapshot, node_type: str) -> None:
+def test_matches_brute_force_at_window_edges(tables: RelTables, snapshot: GraphSnapshot,
+                                             node_type: str) -> None:
     tx = tables.transactions
     owner = tx.customer if node_type == CUSTOMER else tx.article
     rng = np.random.default_rng(0)
@@ -63,7 +63,8 @@ def test_matches_brute_force_at_window_edges(tables: RelTables, snapshot: GraphS
     ids, times = [], []
     for i in picks:  # seed times on the event's own day, the day after, and each window edge
         day = int(tx.day[i])
-        for seed_time in (day, day + 1, *(day + w for w in WINDOWS_DAYS), *(day + w + 1 for w in WINDOWS_DAYS)):
+        edges = (*(day + w for w in WINDOWS_DAYS), *(day + w + 1 for w in WINDOWS_DAYS))
+        for seed_time in (day, day + 1, *edges):
             ids.append(int(owner[i]))
             times.append(seed_time)
     ids.append(snapshot.num_nodes[node_type] - 1)
@@ -85,7 +86,7 @@ def test_an_event_on_the_seed_day_is_not_counted(tables: RelTables, snapshot: Gr
                         rel_tol=1e-6)
 
 
-def test_every_sampled_node_gets_its_features_at_its_seed_time(snapshot: GraphSnapshot, tmp_path: Path) -> None:
+def test_every_sampled_node_gets_its_features_at_its_seed_time(snapshot: GraphSnapshot) -> None:
     sampler = TemporalSampler(snapshot)
     seeds, times = torch.tensor([0, 1, 2]), torch.tensor([snapshot.min_day + 30, snapshot.end_time, 3])
     batch = sampler.sample(CUSTOMER, seeds, times)

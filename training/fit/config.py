@@ -108,8 +108,8 @@ class FitConfig:
 
     def __post_init__(self) -> None:
         positive = {"epochs": self.epochs, "hidden": self.hidden, "batch_size": self.batch_size,
-                    "serve_batch_size": self.serve_batch_size, "max_steps_per_epoch": self.max_steps_per_epoch,
-                    "patience": self.patience}
+                    "serve_batch_size": self.serve_batch_size,
+                    "max_steps_per_epoch": self.max_steps_per_epoch, "patience": self.patience}
         for name, value in positive.items():
             if value is not None and value < 1:
                 raise FitError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -156,16 +156,19 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="artifacts directory (bundles and snapshot)")
     p.add_argument("--epochs", type=int, help=f"most epochs (default: {TaskRecipe.epochs})")
     p.add_argument("--max-steps-per-epoch", type=int,
-                   help=f"most batches per epoch, drawn from every cutoff (default: {TaskRecipe.max_steps_per_epoch})")
+                   help="most batches per epoch, drawn from every cutoff "
+                        f"(default: {TaskRecipe.max_steps_per_epoch})")
     p.add_argument("--patience", type=int,
-                   help=f"epochs without a better validation score before stopping (default: {TaskRecipe.patience})")
+                   help="epochs without a better validation score before stopping "
+                        f"(default: {TaskRecipe.patience})")
     p.add_argument("--compile", default=d.compile, choices=STRATEGIES, help="training-step compile strategy")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--max-train-cutoffs", type=int,
                    help="most recent weekly training cutoffs to use (default and 0: all)")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
     p.add_argument("--lr", type=float, help=f"peak learning rate (default: {TaskRecipe.lr})")
-    p.add_argument("--fanouts", type=int, nargs="+", help=f"neighbours per hop (default: {list(TaskRecipe.fanouts)})")
+    p.add_argument("--fanouts", type=int, nargs="+",
+                   help=f"neighbours per hop (default: {list(TaskRecipe.fanouts)})")
     p.add_argument("--hidden", type=int, help=f"width of the GNN and heads (default: {TaskRecipe.hidden})")
     p.add_argument("--train-strategy", default=d.train_strategy, choices=SAMPLER_STRATEGIES,
                    help="neighbour sampling in training (serving samples the last neighbours)")

@@ -102,7 +102,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     bundle.training = {
         "epochs": recipe.epochs, "epochs_run": epochs_run, "best_epoch": best_epoch + 1,
-        "max_steps_per_epoch": recipe.max_steps_per_epoch, "steps_per_epoch": len(batches), "seed": config.seed, "lr": recipe.lr,
+        "max_steps_per_epoch": recipe.max_steps_per_epoch, "steps_per_epoch": len(batches),
+        "seed": config.seed, "lr": recipe.lr,
         "batch_size": config.batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
         "train_rows": len(tables["train"]), "sampler_strategy": config.train_strategy,
         "compile": config.compile, "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
