@@ -101,7 +101,8 @@ class TaskInference:
         self.task = config.task
         self.snapshot = snapshot
         self.device = torch.device(device)
-        self.sampler = TemporalSampler(snapshot, SamplerConfig(config.sampler.fanouts, "last"))
+        self.sampler = TemporalSampler(snapshot, SamplerConfig(config.sampler.fanouts, "last",
+                                                               config.sampler.per_day))
         self.entity_type = model.head.seed_types[0]
         self.model = model.to(self.device).eval()
         self.compile_config = CompileConfig(compile, mode="reduce-overhead" if cuda_graphs else None)

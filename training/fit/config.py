@@ -38,6 +38,8 @@ class TaskRecipe:
         hidden: width of the GNN, the heads and the purchase dot-product space.
         max_steps_per_epoch: most batches per epoch.
         patience: epochs without a better validation score before training stops.
+        per_day: most edges per (node, day) the sampler considers (``0``: no limit); see
+            :class:`models.sampler.SamplerConfig`.
     """
 
     fanouts: tuple[int, ...] = (12, 8)
@@ -48,6 +50,7 @@ class TaskRecipe:
     hidden: int = 64
     max_steps_per_epoch: int = 60
     patience: int = 3
+    per_day: int = 0
 
     def model_config(self) -> ModelConfig:
         return ModelConfig(hidden=self.hidden, head_hidden=self.hidden, embedding_dim=self.hidden,
@@ -93,6 +96,7 @@ class FitConfig:
     hidden: int | None = None
     max_steps_per_epoch: int | None = None
     patience: int | None = None
+    per_day: int | None = None
     compile: str = "none"
     seed: int = 0
     batch_size: int = 256
@@ -113,6 +117,8 @@ class FitConfig:
         for name, value in positive.items():
             if value is not None and value < 1:
                 raise FitError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.per_day is not None and self.per_day < 0:
+            raise FitError(f"--per-day must be 0 (no limit) or more, got {self.per_day}")
         if self.max_train_cutoffs is not None and self.max_train_cutoffs < 0:
             raise FitError(f"--max-train-cutoffs must be 0 (all) or more, got {self.max_train_cutoffs}")
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
@@ -134,7 +140,8 @@ class FitConfig:
 
     def recipe(self, task: str) -> TaskRecipe:
         """The task's recipe with this config's overrides applied."""
-        names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden", "max_steps_per_epoch", "patience")
+        names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden", "max_steps_per_epoch", "patience",
+                 "per_day")
         overrides = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         if overrides.get("max_train_cutoffs") == 0:
             overrides["max_train_cutoffs"] = None
@@ -169,6 +176,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, help=f"peak learning rate (default: {TaskRecipe.lr})")
     p.add_argument("--fanouts", type=int, nargs="+",
                    help=f"neighbours per hop (default: {list(TaskRecipe.fanouts)})")
+    p.add_argument("--per-day", type=int,
+                   help=f"most neighbours per node and day the sampler considers, 0: no limit "
+                        f"(default: {TaskRecipe.per_day})")
     p.add_argument("--hidden", type=int, help=f"width of the GNN and heads (default: {TaskRecipe.hidden})")
     p.add_argument("--train-strategy", default=d.train_strategy, choices=SAMPLER_STRATEGIES,
                    help="neighbour sampling in training (serving samples the last neighbours)")
@@ -193,7 +203,8 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
             data=args.data, out=args.out, tasks=tuple(TASKS) if args.task == ALL_TASKS else (args.task,),
             epochs=args.epochs, max_train_cutoffs=args.max_train_cutoffs, lr=args.lr,
             fanouts=tuple(args.fanouts) if args.fanouts else None, hidden=args.hidden,
-            max_steps_per_epoch=args.max_steps_per_epoch, patience=args.patience, compile=args.compile,
+            max_steps_per_epoch=args.max_steps_per_epoch, patience=args.patience, per_day=args.per_day,
+            compile=args.compile,
             seed=args.seed, batch_size=args.batch_size, train_strategy=args.train_strategy,
             weight_decay=args.weight_decay, serve_batch_size=args.serve_batch_size, threads=args.threads,
             warm_serving_cache=args.warm_serving_cache, rebuild_snapshot=args.rebuild_snapshot,

@@ -56,10 +56,11 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     if task == "sales":  # the head learns in units of a selling article's typical week
         sold = tables["train"].label[tables["train"].label > 0]
         model.head.scale.fill_(float(sold.mean()) if len(sold) else 1.0)
-    train_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, config.train_strategy))
+    train_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, config.train_strategy,
+                                                            recipe.per_day))
     batches = TrainBatches(snapshot, tables["train"], train_sampler, spec.entity_type, config.batch_size,
                            config.seed, recipe.max_steps_per_epoch)
-    serve_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, "last"))
+    serve_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, "last", recipe.per_day))
     serve_ladder = fitted_ladder(snapshot, serve_sampler, spec.entity_type, config.serve_batch_size,
                                  config.seed)
     bundle = BundleConfig(task=task, model=model.config, sampler=train_sampler.config,
