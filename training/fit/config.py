@@ -42,7 +42,7 @@ class TaskRecipe:
             :class:`models.sampler.SamplerConfig`.
     """
 
-    fanouts: tuple[int, ...] = (12, 8)
+    fanouts: tuple[int, ...] = (12, 4)
     aggregation: str = "sum"
     epochs: int = 10
     max_train_cutoffs: int | None = None
