@@ -37,6 +37,9 @@ class TaskRecipe:
         lr: peak learning rate (linear warm-up, then cosine decay over ``epochs``).
         hidden: width of the GNN, the heads and the purchase dot-product space.
         max_steps_per_epoch: most batches per epoch.
+        min_steps_per_epoch: on small data the batch shrinks (down to 32 rows) so an epoch still
+            has this many steps; a few hundred training rows would otherwise get a handful of
+            updates in all.
         patience: epochs without a better validation score before training stops.
         per_day: most edges per (node, day) the sampler considers (``0``: no limit); see
             :class:`models.sampler.SamplerConfig`.
@@ -49,8 +52,14 @@ class TaskRecipe:
     lr: float = 0.003
     hidden: int = 64
     max_steps_per_epoch: int = 60
+    min_steps_per_epoch: int = 30
     patience: int = 3
     per_day: int = 0
+
+    def batch_size(self, rows: int, largest: int) -> int:
+        """Rows per step for a table of ``rows`` rows: ``largest``, or smaller on small data (see
+        ``min_steps_per_epoch``), never below 32."""
+        return max(min(largest, 32), min(largest, rows // self.min_steps_per_epoch))
 
     def model_config(self) -> ModelConfig:
         return ModelConfig(hidden=self.hidden, head_hidden=self.hidden, embedding_dim=self.hidden,

@@ -59,7 +59,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         model.head.scale.fill_(float(sold.mean()) if len(sold) else 1.0)
     train_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, config.train_strategy,
                                                             recipe.per_day))
-    batches = TrainBatches(snapshot, tables["train"], train_sampler, spec.entity_type, config.batch_size,
+    batch_size = recipe.batch_size(len(tables["train"]), config.batch_size)
+    batches = TrainBatches(snapshot, tables["train"], train_sampler, spec.entity_type, batch_size,
                            config.seed, recipe.max_steps_per_epoch)
     serve_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, "last", recipe.per_day))
     serve_ladder = fitted_ladder(snapshot, serve_sampler, spec.entity_type, config.serve_batch_size,
@@ -107,7 +108,7 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         "epochs": recipe.epochs, "epochs_run": epochs_run, "best_epoch": best_epoch + 1,
         "max_steps_per_epoch": recipe.max_steps_per_epoch, "steps_per_epoch": len(batches),
         "seed": config.seed, "lr": recipe.lr,
-        "batch_size": config.batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
+        "batch_size": batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
         "train_rows": len(tables["train"]), "sampler_strategy": config.train_strategy,
         "compile": config.compile, "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
         "graphs_compiled_per_epoch": trainer.graphs_per_epoch,
