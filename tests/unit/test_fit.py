@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -18,12 +19,15 @@ from models.inference import TaskInference
 from models.quality import baseline_warning
 from models.snapshot import GraphSnapshot
 from training.data.load import load_tables
+from training.fit.batches import TrainBatches
+from training.fit.config import TaskRecipe
 from training.fit.data import task_splits
 from training.fit.evaluate import evaluate_model
 from training.fit.run import main
 from training.synth.cli import SynthConfig, generate
 from training.tasks.baselines import BASELINES
 from training.tasks.definitions import TASKS
+from training.tasks.table import TaskTable
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -171,3 +175,20 @@ def test_the_warning_names_the_best_baseline_on_validation() -> None:
     assert baseline_warning(doc) == ("the sales model does not beat the best baseline on validation: "
                                      "mae 0.0500 vs last_week 0.0400")
     assert baseline_warning({**doc, "beats_baselines": True}) is None
+
+
+def test_the_step_budget_and_the_batch_adapt_to_the_table_size() -> None:
+    recipe = TaskRecipe()
+    assert recipe.batch_size(200_000, 256) == 256 and recipe.batch_size(2_000, 256) == 66
+    assert recipe.batch_size(100, 256) == 32 and recipe.batch_size(100, 16) == 16
+    rows = 10_000
+    table = TaskTable(np.arange(rows), np.repeat(np.arange(10), rows // 10), None,
+                      label=np.zeros(rows, dtype=np.float32))
+    capped = TrainBatches(None, table, None, "customer", 256, seed=0, max_steps=5)
+    assert len(capped) == 5 and len(TrainBatches(None, table, None, "customer", 256)) == 40
+    seen = []
+    capped.batch = lambda r, positives=None: seen.append(r)  # record the rows, skip the sampling
+    list(capped)
+    rows_drawn = torch.cat(seen).numpy()
+    assert len(rows_drawn) == 5 * 256 == len(set(rows_drawn.tolist()))
+    assert len(set(table.seed_time[rows_drawn].tolist())) == 10  # drawn from every cutoff
