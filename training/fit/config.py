@@ -51,7 +51,7 @@ class TaskRecipe:
     max_train_cutoffs: int | None = None
     lr: float = 0.003
     hidden: int = 64
-    max_steps_per_epoch: int = 60
+    max_steps_per_epoch: int = 120
     min_steps_per_epoch: int = 30
     patience: int = 3
     per_day: int = 0
