@@ -8,7 +8,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-TASKS = ("churn", "sales", "purchase")
+from models.cli import OneLineErrors
+from models.registry import TASK_NAMES
+
+TASKS = TASK_NAMES
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")
 COMPILE_STRATEGIES = ("none", "dynamic", "buckets")
 PROG = "python -m serve"
@@ -50,6 +53,9 @@ class ServeConfig:
         retry_after_s: ``Retry-After`` of an overload 503.
         drain_timeout_s: on SIGTERM, how long to wait for requests in flight before stopping.
         log_level: uvicorn / LitServe log level.
+        compile_cache_dir: where workers keep compile caches; ``None``: beside each bundle when
+            writable, else the per-user cache (``$XDG_CACHE_HOME/relserve``), so read-only
+            artifacts still start warm after the first start.
     """
 
     artifacts: Path
@@ -71,6 +77,7 @@ class ServeConfig:
     retry_after_s: int = 1
     drain_timeout_s: float = 25.0
     log_level: str = "warning"
+    compile_cache_dir: Path | None = None
 
     def __post_init__(self) -> None:
         self.artifacts = Path(self.artifacts)
@@ -116,11 +123,6 @@ class ServeConfig:
         return self.threads or max(1, available_cores() // (num_tasks * self.workers_per_task))
 
 
-class _OneLineErrors(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _task_list(value: str) -> tuple[str, ...]:
     tasks = tuple(t.strip() for t in value.split(",") if t.strip())
     unknown = sorted(set(tasks) - set(TASKS))
@@ -132,7 +134,7 @@ def _task_list(value: str) -> tuple[str, ...]:
 def parse_args(argv: list[str] | None = None) -> ServeConfig:
     """Build a :class:`ServeConfig` from ``argv``; exits 2 with one line on a bad argument."""
     d = ServeConfig(artifacts=Path("."))
-    p = _OneLineErrors(prog=PROG, description="Serve churn, sales and purchase predictions over HTTP.")
+    p = OneLineErrors(prog=PROG, description=f"Serve {', '.join(TASKS)} predictions over HTTP.")
     p.add_argument("--artifacts", type=Path, required=True, help="bundles from python -m training.fit")
     p.add_argument("--host", default=d.host, choices=HOSTS)
     p.add_argument("--port", type=int, default=d.port)
@@ -154,6 +156,9 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     p.add_argument("--max-payload-bytes", type=int, default=d.max_payload_bytes)
     p.add_argument("--retry-after", type=int, default=d.retry_after_s, metavar="S")
     p.add_argument("--drain-timeout", type=float, default=d.drain_timeout_s, metavar="S")
+    p.add_argument("--compile-cache-dir", type=Path, default=None, metavar="DIR",
+                   help="compile caches (default: beside each bundle if writable, else "
+                        "$XDG_CACHE_HOME/relserve)")
     p.add_argument("--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
     a = p.parse_args(argv)
     if not a.artifacts.is_dir():  # before anything imports torch: a typo should fail at once
@@ -165,7 +170,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
             accelerator=a.accelerator, workers_per_task=a.workers_per_task, api_servers=a.api_servers,
             threads=a.threads, max_queue=a.max_queue, request_timeout_s=a.request_timeout,
             deadline_s=a.deadline, max_payload_bytes=a.max_payload_bytes, retry_after_s=a.retry_after,
-            drain_timeout_s=a.drain_timeout, log_level=a.log_level,
+            drain_timeout_s=a.drain_timeout, log_level=a.log_level, compile_cache_dir=a.compile_cache_dir,
         )
     except ValueError as e:
         p.error(str(e))

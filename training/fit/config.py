@@ -9,8 +9,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.cli import OneLineErrors
 from models.compile import STRATEGIES
 from models.config import ModelConfig
+from models.registry import TASKS as TASK_SPECS
 from training.tasks.definitions import TASKS
 
 ALL_TASKS = "all"
@@ -66,7 +68,8 @@ class TaskRecipe:
                            num_layers=len(self.fanouts), aggregation=self.aggregation)
 
 
-RECIPES: dict[str, TaskRecipe] = {task: TaskRecipe() for task in TASKS}
+RECIPES: dict[str, TaskRecipe] = {task: TaskRecipe(**spec.recipe) for task, spec in TASK_SPECS.items()}
+"""Per task, the defaults with its registry entry's ``recipe`` overrides."""
 
 
 @dataclass
@@ -157,14 +160,9 @@ class FitConfig:
         return dataclasses.replace(RECIPES[task], **overrides)
 
 
-class _OneLineErrors(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _build_parser() -> argparse.ArgumentParser:
     d = FitConfig(Path(), Path(), tuple(TASKS))
-    p = _OneLineErrors(prog="python -m training.fit",
+    p = OneLineErrors(prog="python -m training.fit",
                        description="Train the relational GNN of each task, evaluate it against the baselines "
                                    "and write one checkpoint bundle per task.")
     p.add_argument("--data", type=Path, required=True, help="directory with the three H&M CSV files")
