@@ -69,12 +69,18 @@ def test_the_served_model_reads_the_temporal_aggregates(artifacts, snapshot):
 def test_purchase_rankings_match_the_offline_ranking(server, artifacts, snapshot):
     step = max(1, len(snapshot.ids[CUSTOMER]) // IDS)
     indices = list(range(0, step * IDS, step))
-    result = offline(artifacts, snapshot, "purchase", indices, k=12)
+    result = offline(artifacts, snapshot, "purchase", indices, k=16)
     bodies = [{"customer_id": snapshot.ids[CUSTOMER][i].decode(), "k": 12} for i in indices]
     answers = served(server, "purchase", bodies)
     expected = zip(result.scores.tolist(), result.articles.tolist(), strict=True)
     for answer, (scores, articles) in zip(answers, expected, strict=True):
-        assert [a["score"] for a in answer["articles"]] == pytest.approx(scores, rel=1e-4, abs=1e-5)
-        # Near-ties may swap places between compiled and eager kernels; the set must not change.
-        expected_ids = {snapshot.ids[ARTICLE][a].decode() for a in articles}
-        assert {a["article_id"] for a in answer["articles"]} == expected_ids
+        assert [a["score"] for a in answer["articles"]] == pytest.approx(scores[:12], rel=1e-4, abs=1e-5)
+        # Near-ties may swap places between compiled and eager kernels, also across the 12th place:
+        # every article clearly above the 12th score is served, and nothing served is outside the
+        # offline ranking's near-tied tail.
+        ids = [snapshot.ids[ARTICLE][a].decode() for a in articles]
+        served_ids = {a["article_id"] for a in answer["articles"]}
+        tie = scores[11] + 1e-4 * abs(scores[11]) + 1e-5
+        assert {i for i, sc in zip(ids, scores, strict=True) if sc > tie} <= served_ids
+        tail = scores[11] - 1e-4 * abs(scores[11]) - 1e-5
+        assert served_ids <= {i for i, sc in zip(ids, scores, strict=True) if sc >= tail}
