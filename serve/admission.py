@@ -100,7 +100,7 @@ class Admission:
         self.state = state
         self.deadline_s = deadline_s
         self.retry_after = str(retry_after_s).encode()
-        self.metrics = metrics or RequestMetrics()
+        self.metrics = metrics or RequestMetrics(tasks=[path.rsplit("/", 1)[-1] for path in state.limits])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""

@@ -18,15 +18,16 @@ from typing import Any
 import litserve as ls
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from litserve.utils import WorkerSetupStatus
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
+from serve import litserve_compat as compat
 from serve.admission import Admission, AdmissionState
 from serve.apis import API_CLASSES, WorkerSettings
 from serve.bundles import TaskBundle
 from serve.config import ServeConfig
 from serve.errors import ERROR_RESPONSES, http_error_handler, validation_error_handler
+from serve.litserve_compat import WorkerSetupStatus
 from serve.metrics import LiveGauges, metrics_route
 
 METRICS_PATH = "/metrics"
@@ -85,26 +86,28 @@ class BuiltServer:
         deadline = time.monotonic() + self.config.drain_timeout_s
         while self.admission.total_in_flight() > 0 and time.monotonic() < deadline:
             time.sleep(0.02)
-        while self.server._shutdown_event is None:  # SIGTERM before run() made the event
+        while compat.shutdown_event(self.server) is None:  # SIGTERM before run() made the event
             time.sleep(0.05)
         if not self._any_worker_ready():
             # LitServe's run() is still waiting for a first ready worker, which may take minutes
             # of compiling; marking the workers failed makes it give up now (see run()).
-            for worker in list(self.server.workers_setup_status.keys()):
-                self.server.workers_setup_status[worker] = WorkerSetupStatus.ERROR
-        self.server._shutdown_event.set()  # LitServe's own graceful shutdown (private, pinned <0.3)
+            status = compat.workers_setup_status(self.server)
+            for worker in list(status.keys()):
+                status[worker] = WorkerSetupStatus.ERROR
+        compat.shutdown_event(self.server).set()  # LitServe's own graceful shutdown
 
     def _any_worker_ready(self) -> bool:
-        return any(s == WorkerSetupStatus.READY for s in self.server.workers_setup_status.values())
+        return any(s == WorkerSetupStatus.READY for s in compat.workers_setup_status(self.server).values())
 
     def _stop_children(self) -> None:
-        for worker in self.server.inference_workers:
+        workers = compat.inference_workers(self.server)
+        for worker in workers:
             worker.terminate()
-        for worker in self.server.inference_workers:
+        for worker in workers:
             worker.join(5)
             if worker.is_alive():
                 worker.kill()
-        manager = getattr(self.server.transport_config, "manager", None)
+        manager = compat.manager(self.server)
         if manager is not None:
             manager.shutdown()
 
@@ -148,7 +151,7 @@ def _live_gauges(server: ls.LitServer, admission: AdmissionState) -> LiveGauges:
 
     def queued(path: str) -> Any:
         # The queues exist once run() starts; the API servers are forked after that.
-        return lambda: server.litapi_request_queues[path].qsize()
+        return lambda: compat.request_queue(server, path).qsize()
 
     tasks = {path.rsplit("/", 1)[-1]: path for path in admission.limits}
     return LiveGauges({

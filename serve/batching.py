@@ -14,8 +14,8 @@ looks for requests in a response buffer that lives in the API servers, so it nev
 Each START is one more round trip through the Manager process per request; requests lost with
 a dead worker are answered by :class:`serve.admission.Admission`'s deadline instead.
 
-Depends on ``litserve.loops.base.collate_requests`` and ``BatchedLoop.get_batch_requests``
-(litserve ``<0.3``, pinned in pyproject.toml; tests/unit/test_serve_batching.py covers it).
+Depends on LitServe's ``collate_requests`` and ``BatchedLoop.get_batch_requests`` (see
+:mod:`serve.litserve_compat`; tests/unit/test_serve_batching.py covers it).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from __future__ import annotations
 from queue import Empty, Queue
 from typing import Any
 
-from litserve.loops.base import collate_requests
-from litserve.loops.simple_loops import BatchedLoop
-from litserve.utils import LitAPIStatus
+from litserve.loops import BatchedLoop
+
+from serve.litserve_compat import LitAPIStatus, collate_requests
 
 
 class _FirstThenQueue:
