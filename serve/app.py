@@ -112,6 +112,16 @@ class BuiltServer:
             manager.shutdown()
 
 
+def new_litserver(apis: list[ls.LitAPI], config: ServeConfig, accelerator: str,
+                  middlewares: list | None = None) -> ls.LitServer:
+    """The LitServer options of ``config`` (shared with the no-model ceiling of ``serve.ceiling``)."""
+    return compat.LitServer(
+        apis, accelerator=accelerator, devices=1 if accelerator == "cuda" else "auto",
+        workers_per_device=config.workers_per_task, timeout=config.request_timeout_s,
+        max_payload_size=config.max_payload_bytes, restart_workers=True, fast_queue=config.fast_queue,
+        middlewares=middlewares or [])
+
+
 def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: str) -> BuiltServer:
     """A LitServer serving ``bundles`` as configured.
 
@@ -127,13 +137,9 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
         cuda_graphs=config.cuda_graphs, max_batch_size=config.max_batch_size,
         batch_timeout_s=config.batch_timeout_s, threads=threads)) for b in bundles]
     admission = AdmissionState({api.api_path: config.max_queue for api in apis})
-    server = ls.LitServer(
-        apis, accelerator=accelerator, devices=1 if accelerator == "cuda" else "auto",
-        workers_per_device=config.workers_per_task, timeout=config.request_timeout_s,
-        max_payload_size=config.max_payload_bytes, restart_workers=True,
-        middlewares=[(Admission, {"state": admission, "deadline_s": config.request_deadline_s,
-                                  "retry_after_s": config.retry_after_s})],
-    )
+    server = new_litserver(apis, config, accelerator, middlewares=[
+        (Admission, {"state": admission, "deadline_s": config.request_deadline_s,
+                     "retry_after_s": config.retry_after_s})])
     app = server.app
     # Compressing ~100-byte JSON answers costs CPU and saves nothing.
     app.user_middleware = [m for m in app.user_middleware if m.cls is not GZipMiddleware]

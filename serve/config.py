@@ -50,6 +50,8 @@ class ServeConfig:
         retry_after_s: ``Retry-After`` of an overload 503.
         drain_timeout_s: on SIGTERM, how long to wait for requests in flight before stopping.
         log_level: uvicorn / LitServe log level.
+        fast_queue: answers go from workers to API servers over ZeroMQ (LitServe's
+            ``fast_queue``) instead of a Manager queue; see BENCHMARKS.md.
     """
 
     artifacts: Path
@@ -71,6 +73,7 @@ class ServeConfig:
     retry_after_s: int = 1
     drain_timeout_s: float = 25.0
     log_level: str = "warning"
+    fast_queue: bool = True
 
     def __post_init__(self) -> None:
         self.artifacts = Path(self.artifacts)
@@ -155,6 +158,8 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     p.add_argument("--retry-after", type=int, default=d.retry_after_s, metavar="S")
     p.add_argument("--drain-timeout", type=float, default=d.drain_timeout_s, metavar="S")
     p.add_argument("--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
+    p.add_argument("--transport", default="zmq" if d.fast_queue else "mp", choices=("zmq", "mp"),
+                   help="worker-to-API-server answers: ZeroMQ (LitServe fast_queue) or a Manager queue")
     a = p.parse_args(argv)
     if not a.artifacts.is_dir():  # before anything imports torch: a typo should fail at once
         p.error(f"--artifacts {a.artifacts} is not a directory (write one with python -m training.fit)")
@@ -165,7 +170,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
             accelerator=a.accelerator, workers_per_task=a.workers_per_task, api_servers=a.api_servers,
             threads=a.threads, max_queue=a.max_queue, request_timeout_s=a.request_timeout,
             deadline_s=a.deadline, max_payload_bytes=a.max_payload_bytes, retry_after_s=a.retry_after,
-            drain_timeout_s=a.drain_timeout, log_level=a.log_level,
+            drain_timeout_s=a.drain_timeout, log_level=a.log_level, fast_queue=a.transport == "zmq",
         )
     except ValueError as e:
         p.error(str(e))

@@ -16,6 +16,10 @@ What each one is for:
 * :class:`MessageTransport`: the worker-to-API-server transport interface (tests fake it).
 * the server accessors: the SIGTERM drain sets LitServe's shutdown event and marks workers failed;
   a failed start-up stops the workers and the Manager; ``/metrics`` reads queue depths.
+* :class:`LitServer`: LitServe's server with one shutdown fix. With ``fast_queue=True`` its
+  graceful shutdown first closes the ZeroMQ transport of the main process, which never opened a
+  socket (only workers and API servers do), and ``ZMQTransport.close`` then raises ``ValueError``
+  before any worker or API server is stopped: the process exits 1 and leaves orphans.
 """
 
 from __future__ import annotations
@@ -27,15 +31,27 @@ from litserve.loops.base import _SENTINEL_VALUE as SENTINEL
 from litserve.loops.base import _StopLoopError as StopLoopError
 from litserve.loops.base import collate_requests
 from litserve.transport.base import MessageTransport
+from litserve.transport.zmq_transport import ZMQTransport
 from litserve.utils import LitAPIStatus, LoopResponseType, WorkerSetupStatus
 
 LITSERVE_VERSION_READ = "0.2.19"
 
 __all__ = [
-    "LITSERVE_VERSION_READ", "SENTINEL", "LitAPIStatus", "LoopResponseType", "MessageTransport",
+    "LITSERVE_VERSION_READ", "SENTINEL", "LitAPIStatus", "LitServer", "LoopResponseType", "MessageTransport",
     "StopLoopError", "WorkerSetupStatus", "collate_requests", "inference_workers", "manager",
     "request_queue", "set_restart_workers", "set_worker_id", "shutdown_event", "workers_setup_status",
 ]
+
+
+class LitServer(ls.LitServer):
+    """``litserve.LitServer`` whose shutdown also works with ``fast_queue=True`` (module docstring)."""
+
+    def _perform_graceful_shutdown(self, manager: Any, uvicorn_workers: dict,
+                                   shutdown_reason: str = "normal") -> None:
+        transport = getattr(self, "_transport", None)
+        if isinstance(transport, ZMQTransport) and transport._zmq is None:
+            transport.close = lambda **kwargs: None  # nothing opened in this process, nothing to close
+        super()._perform_graceful_shutdown(manager, uvicorn_workers, shutdown_reason)
 
 
 def shutdown_event(server: ls.LitServer) -> Any | None:

@@ -35,6 +35,7 @@ from starlette.responses import Response
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 STAGE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+QUEUE_BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 RATIO_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
@@ -63,6 +64,9 @@ class WorkerMetrics:
                                    ["task"], registry=registry).labels(task)
         self._cache = Counter("relserve_compile_cache", "Worker start-ups by compile-cache outcome.",
                               ["task", "result"], registry=registry)
+        self._queue_wait = Histogram("relserve_queue_wait_seconds",
+                                     "Time a request waited from the API server's put to its batch.",
+                                     ["task"], buckets=QUEUE_BUCKETS, registry=registry).labels(task)
         self._recompiles.inc(0)
         self._seen_recompiles = 0
 
@@ -78,6 +82,11 @@ class WorkerMetrics:
         self._padding.observe(padding_ratio)
         for stage, seconds in stage_seconds.items():
             self._stage.labels(self.task, stage).observe(seconds)
+
+    def queue_waits(self, seconds: Iterable[float]) -> None:
+        """Record the queueing delay of each request of a batch."""
+        for wait in seconds:
+            self._queue_wait.observe(wait)
 
     def recompiles(self, total: int) -> None:
         """Record the worker's running total of recompiles (only the increase is counted)."""
