@@ -108,7 +108,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare with the no-model ceiling and naive servers under wrk")
     parser.add_argument("--traffic", default="mixed,churn,sales,purchase",
                         help="with --ceiling: mixed (50/30/20 purchase/churn/sales) and/or single endpoints")
-    parser.add_argument("--stock", action="store_true", help="with --ceiling: also stock LitServe, no model")
     args = parser.parse_args(argv)
     try:
         levels = args.clients or ("1,32" if args.ceiling else "1,8,32")
@@ -119,8 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ArtifactsError) as e:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
     if args.ceiling:
-        return run_ceiling(args.artifacts, bundles, clients, args.seconds, args.traffic.split(","),
-                           args.stock, args.json)
+        return run_ceiling(args.artifacts, bundles, clients, args.seconds, args.traffic.split(","), args.json)
     snapshot = GraphSnapshot.open(bundles[0].snapshot_dir)
     bodies = {b.task: request_bodies(snapshot, b.task) for b in bundles}
     with tempfile.TemporaryDirectory(prefix="relserve-bench-") as tmp:

@@ -1,11 +1,15 @@
 """``python -m serve.bench --ceiling``: the server against the framework's own ceiling, in one run.
 
-Three servers start side by side on loopback (idle ones cost no CPU: their workers block on
-their queues): **ceiling** (``python -m serve.ceiling``: the same routes, request models, LitServe
-options and loop, but ``predict`` answers a constant), **default** (``python -m serve``) and
-**naive** (``--compile none --max-batch-size 1``). With ``--stock``, LitServe's stock no-model
-server (its own loop and options) is measured too; it is started only for its own runs, because
-its idle workers spin. For each traffic (the 50 % purchase / 30 % churn / 20 % sales mix of known
+Four servers on loopback: **stock** (``python -m serve.ceiling --stock``: LitServe as a new user
+writes it, the same three routes and request models, batching 32, ``predict`` answers a constant:
+the framework's ceiling the targets are stated against), **noop** (``python -m serve.ceiling``:
+the same no-model APIs on this server's own LitServe options, loop and transport, so
+default / noop is the share the model and the server's own work cost), **default**
+(``python -m serve``) and **naive** (``--compile none --max-batch-size 1``). The last three start
+side by side (idle ones cost no CPU: their workers block on their queues); stock is started only
+for its own runs, because LitServe's stock batched loop spins on its queue when idle.
+
+For each traffic (the 50 % purchase / 30 % churn / 20 % sales mix of known
 ids, then each endpoint alone) and each number of clients, every server is driven in turn by
 ``wrk`` (see :mod:`serve.bench_wrk` for why) after an unmeasured warm-up; the order rotates from
 point to point so drift in the machine's load does not favour one server. ``/metrics`` is read
@@ -33,9 +37,10 @@ from serve.metrics_read import TaskStats, scrape, task_stats
 from serve.process import ServerProcess
 
 MIX = {"purchase": 0.5, "churn": 0.3, "sales": 0.2}
-SERVERS = {"ceiling": ("serve.ceiling", ()), "default": ("serve", ()),
+SERVERS = {"noop": ("serve.ceiling", ()), "default": ("serve", ()),
            "naive": ("serve", ("--compile", "none", "--max-batch-size", "1"))}
 STOCK = ("serve.ceiling", ("--stock",))
+CEILING = "stock"
 MODEL_SERVERS = ("default", "naive")
 
 
@@ -54,20 +59,20 @@ def traffics(bodies: dict[str, list[dict]], only: list[str]) -> dict[str, list[t
     return {name: reqs for name, reqs in every.items() if name in only}
 
 
-def drive(servers: dict[str, ServerProcess], stock_args: tuple | None, artifacts: Path,
+def drive(servers: dict[str, ServerProcess], artifacts: Path,
           traffic: dict[str, list[tuple[str, dict]]], clients: list[int], seconds: float,
           scratch: Path) -> tuple[dict, dict]:
     results: dict[tuple[str, int, str], WrkResult] = {}
     stats: dict[tuple[str, int, str], dict[str, TaskStats]] = {}
-    names = list(servers) + (["stock"] if stock_args else [])
+    names = [CEILING, *servers]
     point = 0
     for name_t, reqs in traffic.items():
         for n in clients:
             order = names[point % len(names):] + names[:point % len(names)]
             point += 1
             for name in order:
-                stock = name == "stock"
-                server = ServerProcess(artifacts, *stock_args[1], module=stock_args[0],
+                stock = name == CEILING
+                server = ServerProcess(artifacts, *STOCK[1], module=STOCK[0],
                                        log_path=scratch / "stock.log") if stock else servers[name]
                 if stock:
                     server.start()
@@ -97,20 +102,22 @@ def report(results: dict, stats: dict, model: dict[str, dict[int, float]], clien
               f"{r.errors:6d}  {per_task}")
     top, one = max(clients), min(clients)
     ratios = {}
-    print("\nratios (same run):")
+    print(f"\nratios (same run; ceiling = {CEILING}):")
     for traffic in dict.fromkeys(t for t, _, _ in results):
-        get = {name: results.get((traffic, n, name)) for n in (one, top) for name in SERVERS}
-        d_top, c_top, n_top = (results.get((traffic, top, s)) for s in ("default", "ceiling", "naive"))
-        d_one, c_one = results.get((traffic, one, "default")), results.get((traffic, one, "ceiling"))
-        if not (d_top and c_top and n_top and d_one and c_one) or not get:
+        d_top, c_top, n_top, o_top = (results.get((traffic, top, s))
+                                      for s in ("default", CEILING, "naive", "noop"))
+        d_one, c_one = results.get((traffic, one, "default")), results.get((traffic, one, CEILING))
+        if not (d_top and c_top and n_top and o_top and d_one and c_one):
             continue
         ratios[traffic] = {"default_over_ceiling": d_top.rps / c_top.rps,
+                           "default_over_noop": d_top.rps / o_top.rps,
                            "default_over_naive": d_top.rps / n_top.rps,
                            "p99_ms": d_top.p99_ms, "ceiling_p99_ms": c_top.p99_ms,
                            "p50_1_client_ms": d_one.p50_ms, "ceiling_p50_1_client_ms": c_one.p50_ms}
         x = ratios[traffic]
         print(f"  {traffic:8s} {top} clients: default/ceiling {x['default_over_ceiling']:.2f} (>= 0.9), "
-              f"default/naive {x['default_over_naive']:.2f}, p99 {x['p99_ms']:.1f} ms (ceiling "
+              f"default/noop {x['default_over_noop']:.2f}, default/naive {x['default_over_naive']:.2f}, "
+              f"p99 {x['p99_ms']:.1f} ms (ceiling "
               f"{x['ceiling_p99_ms']:.1f}; target < 50); {one} client p50 {x['p50_1_client_ms']:.2f} ms vs "
               f"ceiling {x['ceiling_p50_1_client_ms']:.2f} (target within 1 ms)")
     print(f"\nwhere the time goes (default, {top} clients; server-side means from /metrics):")
@@ -136,7 +143,7 @@ def report(results: dict, stats: dict, model: dict[str, dict[int, float]], clien
 
 
 def run_ceiling(artifacts: Path, bundles: list[TaskBundle], clients: list[int], seconds: float,
-                only: list[str], stock: bool, json_path: Path | None) -> int:
+                only: list[str], json_path: Path | None) -> int:
     from serve.bench import request_bodies
 
     snapshot = GraphSnapshot.open(bundles[0].snapshot_dir)
@@ -154,8 +161,7 @@ def run_ceiling(artifacts: Path, bundles: list[TaskBundle], clients: list[int], 
                 server.wait_ready(timeout=900)
             print(f"servers ready after {time.monotonic() - started:.0f} s; driving load ...",
                   file=sys.stderr, flush=True)
-            results, stats = drive(servers, STOCK if stock else None, artifacts, traffic, clients, seconds,
-                                   scratch)
+            results, stats = drive(servers, artifacts, traffic, clients, seconds, scratch)
         finally:
             for server in servers.values():
                 server.stop()

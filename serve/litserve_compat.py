@@ -19,11 +19,16 @@ What each one is for:
 * :class:`LitServer`: LitServe's server with one shutdown fix. With ``fast_queue=True`` its
   graceful shutdown first closes the ZeroMQ transport of the main process, which never opened a
   socket (only workers and API servers do), and ``ZMQTransport.close`` then raises ``ValueError``
-  before any worker or API server is stopped: the process exits 1 and leaves orphans.
+  before any worker or API server is stopped: the process exits 1 and leaves orphans. Its
+  request queues put from a thread (:class:`BackgroundPutQueue`).
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import threading
+from queue import SimpleQueue
 from typing import Any
 
 import litserve as ls
@@ -35,16 +40,63 @@ from litserve.transport.zmq_transport import ZMQTransport
 from litserve.utils import LitAPIStatus, LoopResponseType, WorkerSetupStatus
 
 LITSERVE_VERSION_READ = "0.2.19"
+log = logging.getLogger(__name__)
 
 __all__ = [
-    "LITSERVE_VERSION_READ", "SENTINEL", "LitAPIStatus", "LitServer", "LoopResponseType", "MessageTransport",
-    "StopLoopError", "WorkerSetupStatus", "collate_requests", "inference_workers", "manager",
-    "request_queue", "set_restart_workers", "set_worker_id", "shutdown_event", "workers_setup_status",
+    "LITSERVE_VERSION_READ", "SENTINEL", "BackgroundPutQueue", "LitAPIStatus", "LitServer",
+    "LoopResponseType",
+    "MessageTransport", "StopLoopError", "WorkerSetupStatus", "collate_requests", "inference_workers",
+    "manager", "request_queue", "set_restart_workers", "set_worker_id", "shutdown_event",
+    "workers_setup_status",
 ]
+
+
+class BackgroundPutQueue:
+    """A Manager queue whose ``put`` returns at once; a thread of the putting process sends it.
+
+    LitServe's request handler calls ``request_queue.put`` on a Manager proxy inside the API
+    server's event loop: a blocking round trip to the Manager process per request, during which
+    that API server parses, validates and answers nothing. Here ``put`` appends to an in-process
+    queue and one sender thread per process does the round trips in order (the socket wait
+    releases the GIL, so the event loop runs meanwhile). ``get``, ``qsize`` and the rest go to the
+    Manager queue itself, and a pickled copy (what a spawned worker receives) is the plain proxy.
+    """
+
+    def __init__(self, queue: Any) -> None:
+        self._queue = queue
+        self._pid: int | None = None
+        self._pending: SimpleQueue | None = None
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        if self._pid != os.getpid():  # first put in this (forked) process: threads do not survive fork
+            self._pending, self._pid = SimpleQueue(), os.getpid()
+            threading.Thread(target=self._send, args=(self._pending,), name="relserve-queue-put",
+                             daemon=True).start()
+        self._pending.put(item)
+
+    def _send(self, pending: SimpleQueue) -> None:
+        while True:
+            item = pending.get()
+            try:
+                self._queue.put(item)
+            except (OSError, EOFError) as e:  # the Manager is gone (shutting down); the deadline answers
+                log.warning("request not queued: %s", e)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._queue, name)
+
+    def __reduce__(self) -> Any:
+        return self._queue.__reduce__()
 
 
 class LitServer(ls.LitServer):
     """``litserve.LitServer`` whose shutdown also works with ``fast_queue=True`` (module docstring)."""
+
+    def _init_manager(self, num_api_servers: int) -> Any:
+        manager = super()._init_manager(num_api_servers)
+        for path, queue in list(self.litapi_request_queues.items()):
+            self.litapi_request_queues[path] = BackgroundPutQueue(queue)
+        return manager
 
     def _perform_graceful_shutdown(self, manager: Any, uvicorn_workers: dict,
                                    shutdown_reason: str = "normal") -> None:
