@@ -14,7 +14,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install test lint serve demo-data demo-artifacts loadtest clean
+.PHONY: install test lint serve demo-data demo-artifacts real-artifacts loadtest clean
 
 install: $(STAMP)
 
@@ -41,6 +41,13 @@ demo-data: install
 demo-artifacts: demo-data
 	@test -f $(ARTIFACTS)/churn/metrics.json -a -f $(ARTIFACTS)/sales/metrics.json -a -f $(ARTIFACTS)/purchase/metrics.json \
 		|| $(BIN)/python -m training.fit --data $(DATA) --task all --out $(ARTIFACTS)
+
+# Real transactions (data/real/online-retail-2010, gzipped CSVs in the repository, CC BY 4.0).
+REAL_DATA ?= data/real/online-retail-2010
+REAL_ARTIFACTS ?= artifacts-real
+
+real-artifacts: install
+	$(BIN)/python -m training.fit --data $(REAL_DATA) --task all --out $(REAL_ARTIFACTS)
 
 serve: demo-artifacts
 	$(BIN)/python -m serve --artifacts $(ARTIFACTS) --host $(HOST) --port $(PORT)

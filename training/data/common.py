@@ -7,7 +7,9 @@ holds for the H&M files (no quoted field spans lines); "line 2" is the first dat
 from __future__ import annotations
 
 import csv
+import gzip
 from pathlib import Path
+from typing import IO
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -32,21 +34,40 @@ def show(value: object, limit: int = 80) -> str:
 
 
 def data_file(data_dir: Path, name: str) -> Path:
-    """``data_dir / name``, or :class:`DataError` if it is not a readable file."""
+    """``data_dir / name``, else its gzipped ``name.gz``; :class:`DataError` if neither is a file.
+
+    Error messages then name the file that was read (``customers.csv.gz: line 3: ...``).
+    """
     path = Path(data_dir) / name
-    if not path.is_file():
-        where = "directory does not exist" if not Path(data_dir).is_dir() else "file not found"
-        raise DataError(f"{name}: {where} (looked for {path})")
-    return path
+    if path.is_file():
+        return path
+    zipped = path.with_name(name + ".gz")
+    if zipped.is_file():
+        return zipped
+    where = "directory does not exist" if not Path(data_dir).is_dir() else "file not found"
+    raise DataError(f"{name}: {where} (looked for {path} and {zipped.name})")
+
+
+def is_gzip(path: Path) -> bool:
+    return path.suffix == ".gz"
+
+
+def open_text(path: Path) -> IO[str]:
+    """``path`` as UTF-8 text (BOM dropped), decompressing a ``.gz`` file."""
+    if is_gzip(path):
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def read_header(path: Path) -> list[str]:
     """The column names on the first line of ``path``; :class:`DataError` if the file is empty."""
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
+        with open_text(path) as f:
             first = f.readline()
     except UnicodeDecodeError as err:
         raise DataError(f"{path.name}: line 1 is not UTF-8 text ({err.reason})") from err
+    except (gzip.BadGzipFile, EOFError) as err:
+        raise DataError(f"{path.name}: not a readable gzip file ({err})") from err
     if not first.strip():
         raise DataError(f"{path.name}: file is empty (expected a header line)")
     return next(csv.reader([first]))

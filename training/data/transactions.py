@@ -25,6 +25,7 @@ from training.data.common import (
     check_columns,
     convert_options,
     data_file,
+    is_gzip,
     line_number,
     read_header,
     read_options,
@@ -118,9 +119,11 @@ def read_transactions(
     parts: list[tuple[np.ndarray, ...]] = []
     rows_read = 0
     source = pa.OSFile(str(path))
+    # The bar follows the bytes read from disk, compressed or not.
+    stream = pa.CompressedInputStream(source, "gzip") if is_gzip(path) else source
     bar = tqdm(total=path.stat().st_size, desc=path.name, unit="B", unit_scale=True, disable=not progress)
     with source, bar, located_errors(path, header):
-        reader = pa_csv.open_csv(source, read_options=read_options(), convert_options=convert_options(_TYPES))
+        reader = pa_csv.open_csv(stream, read_options=read_options(), convert_options=convert_options(_TYPES))
         for group, row_offset in _row_groups(reader, lambda: bar.update(source.tell() - bar.n)):
             parts.append(_map_group(path, group, row_offset, id_sets, unknown))
             rows_read = row_offset + group.num_rows

@@ -16,6 +16,7 @@ from models.bundle import SNAPSHOT_DIR
 from models.schema import ARTICLES_CSV, CUSTOMERS_CSV, TRANSACTIONS_CSV
 from models.snapshot import GraphSnapshot, SnapshotError
 from models.tables import Transactions
+from training.data.common import data_file
 from training.data.load import DataError, load_tables
 from training.fit.config import FitError
 from training.tasks.definitions import TASKS
@@ -29,9 +30,10 @@ def csv_signature(data_dir: Path) -> dict[str, dict[str, int | str]]:
     """Per CSV file, its size and sha256 (what a snapshot records about its source)."""
     signature = {}
     for name in CSV_FILES:
-        path = data_dir / name
-        if not path.is_file():
-            raise FitError(f"--data {data_dir}: {name} not found")
+        try:
+            path = data_file(data_dir, name)  # name or name.gz
+        except DataError:
+            raise FitError(f"--data {data_dir}: {name} not found") from None
         digest = hashlib.sha256()
         with open(path, "rb") as f:
             while chunk := f.read(1 << 22):

@@ -14,6 +14,8 @@ from models.inference import TaskInference
 from models.tables import Transactions
 from training.tasks.baselines import BASELINES
 from training.tasks.definitions import LINK, TASKS
+from training.tasks.gbdt_features import EntityColumns
+from training.tasks.gbdt_model import bind_columns
 from training.tasks.metrics import compute_metrics
 from training.tasks.table import TaskTable
 
@@ -56,7 +58,8 @@ def evaluate_model(inference: TaskInference, table: TaskTable, batch_size: int =
     return compute_metrics(TASKS[inference.task], predict_table(inference, table, batch_size), table)
 
 
-def evaluate_baselines(task: str, tx: Transactions, table: TaskTable) -> dict[str, Metrics]:
-    """Every metric of ``task`` for each of its baselines on ``table``."""
-    return {name: compute_metrics(TASKS[task], baseline(tx, table), table)
+def evaluate_baselines(task: str, tx: Transactions, table: TaskTable,
+                       columns: EntityColumns | None = None) -> dict[str, Metrics]:
+    """Every metric of ``task`` for each of its baselines on ``table`` (LightGBM also reads ``columns``)."""
+    return {name: compute_metrics(TASKS[task], bind_columns(baseline, columns)(tx, table), table)
             for name, baseline in BASELINES[task].items()}

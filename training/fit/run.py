@@ -32,6 +32,7 @@ from training.fit.evaluate import Metrics, evaluate_baselines, evaluate_model
 from training.fit.loop import LRSchedule, Trainer
 from training.fit.report import metrics_document, results_table, split_result
 from training.tasks.definitions import TASKS
+from training.tasks.gbdt_features import EntityColumns
 from training.tasks.table import TaskTable
 
 PROG = "python -m training.fit"
@@ -66,7 +67,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
                           specs=table_specs(snapshot), ladders={spec.entity_type: serve_ladder},
                           max_batch_size=config.serve_batch_size, fingerprint=snapshot.fingerprint)
     inference = TaskInference(bundle, model, snapshot, compile="none")
-    baselines = {split: evaluate_baselines(task, tx, tables[split]) for split in ("val", "test")}
+    columns = EntityColumns.from_snapshot(snapshot)
+    baselines = {split: evaluate_baselines(task, tx, tables[split], columns) for split in ("val", "test")}
 
     # train; keep the weights of the epoch with the best validation score
     schedule = LRSchedule(recipe.lr, recipe.epochs * len(batches), config.warmup_fraction,

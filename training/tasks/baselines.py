@@ -1,4 +1,7 @@
-"""Non-learned baselines for the three tasks, each reading only transactions before the seed time.
+"""Baselines for the three tasks, each reading only transactions before the seed time.
+
+The rule baselines are below; ``lightgbm`` (:mod:`training.tasks.gbdt_model`) is gradient boosting
+on hand-built seed-time features, trained on earlier cutoffs.
 
 Every baseline maps ``(transactions, TaskTable) -> predictions`` in the format that
 :func:`training.metrics.compute_metrics` scores: churn and sales ``(n,)`` float64, purchase
@@ -14,6 +17,7 @@ import numpy as np
 
 from models.tables import Transactions
 from training.tasks.day_windows import day_slice, sort_by_day
+from training.tasks.gbdt_model import lightgbm_churn, lightgbm_purchase, lightgbm_sales
 from training.tasks.table import TaskTable
 
 Baseline = Callable[[Transactions, TaskTable], np.ndarray]
@@ -176,7 +180,7 @@ def purchase_repeat(tx: Transactions, table: TaskTable, k: int = 12) -> np.ndarr
 
 
 BASELINES: dict[str, dict[str, Baseline]] = {
-    "churn": {"recency_frequency": churn_recency_frequency},
-    "sales": {"last_week": sales_last_week},
-    "purchase": {"popular": purchase_popular, "repeat": purchase_repeat},
+    "churn": {"recency_frequency": churn_recency_frequency, "lightgbm": lightgbm_churn},
+    "sales": {"last_week": sales_last_week, "lightgbm": lightgbm_sales},
+    "purchase": {"popular": purchase_popular, "repeat": purchase_repeat, "lightgbm": lightgbm_purchase},
 }
