@@ -14,7 +14,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install test lint serve demo-data demo-artifacts real-artifacts loadtest clean
+.PHONY: install prometheus test lint serve demo-data demo-artifacts real-artifacts loadtest clean
 
 install: $(STAMP)
 
@@ -27,8 +27,26 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -c 'import torch; assert torch.__version__.startswith("2.13.0"), torch.__version__'
 	@touch $@
 
+# The monitoring test drives a real Prometheus: Debian's `prometheus` package provides prometheus and
+# promtool. Installed here when missing and we may (root, or passwordless sudo); otherwise one line
+# says what to install, before the minutes of `install`. The package starts a system service on
+# install; the tests run their own server, so it is stopped. RELSERVE_ALLOW_SKIP_PROMETHEUS=1 skips
+# both the install and the monitoring test.
+prometheus:
+	@if [ -n "$$RELSERVE_ALLOW_SKIP_PROMETHEUS" ]; then exit 0; fi; \
+	if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then exit 0; fi; \
+	need="make test: needs prometheus and promtool: run 'sudo apt-get install prometheus' (Debian/Ubuntu) or put both binaries on PATH, or set RELSERVE_ALLOW_SKIP_PROMETHEUS=1 to skip the monitoring test"; \
+	if [ "$$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true >/dev/null 2>&1; then SUDO="sudo -n"; \
+	else echo "$$need" >&2; exit 1; fi; \
+	command -v apt-get >/dev/null 2>&1 || { echo "$$need" >&2; exit 1; }; \
+	echo "make test: installing Debian's prometheus package" >&2; \
+	{ $$SUDO apt-get update -qq >/dev/null && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } \
+	  || { echo "$$need" >&2; exit 1; }; \
+	$$SUDO systemctl stop prometheus >/dev/null 2>&1 || $$SUDO service prometheus stop >/dev/null 2>&1 || true
+
 # pytest exits 5 when it collects nothing: an empty suite tests nothing, so it fails loudly.
-test: install
+test: prometheus install
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$status
 

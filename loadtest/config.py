@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from loadtest.traffic import DEFAULT_BAD_SHARE
+from models.cli import OneLineErrors
 
 PROG = "python -m loadtest.run"
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
@@ -94,14 +94,9 @@ def _splits(args: str) -> bool:
     return True
 
 
-class _OneLineErrors(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def parse_args(argv: list[str] | None = None) -> RunConfig:
     """A :class:`RunConfig` from ``argv``; exits 2 with one line on a bad argument."""
-    p = _OneLineErrors(prog=PROG, description="Load-test relserve with Locust (headless, time-bounded) "
+    p = OneLineErrors(prog=PROG, description="Load-test relserve with Locust (headless, time-bounded) "
                                              "and write a latency/throughput report.")
     p.add_argument("--artifacts", type=Path, required=True, help="bundles + snapshot/ (ids come from it)")
     p.add_argument("--out", type=Path, default=Path("loadtest-report"), help="report directory")

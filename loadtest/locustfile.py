@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
-from locust import FastHttpUser, events, task
+from locust import FastHttpUser, events
 from locust.argument_parser import LocustArgumentParser
 
 from loadtest.id_pool import IdPool
 from loadtest.traffic import DEFAULT_BAD_SHARE, PlannedRequest, Traffic, answer_problem
+from models.registry import TASKS
 
 
 @events.init_command_line_parser.add_listener
@@ -45,8 +48,16 @@ def load_traffic(source: str, bad_share: float) -> Traffic:
     return Traffic(pool, bad_share)
 
 
+def _sender(task: str) -> Callable[[RelserveUser], None]:
+    def send(user: RelserveUser) -> None:
+        user.send(user.traffic.plan(task, user.rng))
+
+    send.__name__ = task
+    return send
+
+
 class RelserveUser(FastHttpUser):
-    """One client: 60 % purchase, 25 % churn and 15 % sales requests (``bad_share`` of them bad).
+    """One client: each task gets its registry ``load_share`` of the requests (``bad_share`` of them bad).
 
     Every task is in each user, so even a handful of users sends the full mix. Options come
     from Locust's parsed options (``--relserve-ids``, ``--think-ms``, ``--bad-share``).
@@ -58,20 +69,10 @@ class RelserveUser(FastHttpUser):
         self.think_s = options.think_ms / 1000.0
         self.rng = random.Random()
 
+    tasks: ClassVar[dict] = {_sender(name): spec.load_share for name, spec in TASKS.items()}
+
     def wait_time(self) -> float:
         return self.rng.expovariate(1.0 / self.think_s) if self.think_s > 0 else 0.0
-
-    @task(12)
-    def purchase(self) -> None:
-        self.send(self.traffic.plan("purchase", self.rng))
-
-    @task(5)
-    def churn(self) -> None:
-        self.send(self.traffic.plan("churn", self.rng))
-
-    @task(3)
-    def sales(self) -> None:
-        self.send(self.traffic.plan("sales", self.rng))
 
     def send(self, planned: PlannedRequest) -> None:
         context = {"task": planned.task, "kind": planned.kind, "expected": planned.expected}

@@ -15,7 +15,11 @@ from typing import Any
 
 import numpy as np
 
-TASKS = ("purchase", "churn", "sales")  # report order: by share of the traffic
+from models.registry import TASK_NAMES
+from models.registry import TASKS as TASK_SPECS
+
+# Report order: by share of the traffic.
+TASKS = tuple(sorted(TASK_NAMES, key=lambda task: -TASK_SPECS[task].load_share))
 PERCENTILES = (50, 95, 99)
 
 

@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtest.id_pool import IdPool
+from models.registry import BINARY, REGRESSION, TASKS
+from models.schema import ARTICLE
 from serve.schemas import DEFAULT_K, MAX_K
 
-TASK_PATHS = {"churn": "/predict/churn", "sales": "/predict/sales", "purchase": "/predict/purchase"}
-ID_FIELDS = {"churn": "customer_id", "sales": "article_id", "purchase": "customer_id"}
+TASK_PATHS = {name: spec.path for name, spec in TASKS.items()}
+ID_FIELDS = {name: spec.id_field for name, spec in TASKS.items()}
+RANKING_TASKS = tuple(name for name, spec in TASKS.items() if spec.ranks)
 JSON = "application/json"
 DEFAULT_BAD_SHARE = 0.03
 # Most shoppers ask for the default list; a few page further or ask for a short one.
@@ -114,7 +117,7 @@ def _plain_text(t: Traffic, task: str, rng: random.Random) -> tuple[bytes, str]:
 
 
 def _k_out_of_range(t: Traffic, task: str, rng: random.Random) -> tuple[bytes, str]:
-    return _json({"customer_id": t.served_id(task, rng), "k": rng.choice((0, MAX_K + 1))}), JSON
+    return _json({ID_FIELDS[task]: t.served_id(task, rng), "k": rng.choice((0, MAX_K + 1))}), JSON
 
 
 ALL_TASKS = tuple(TASK_PATHS)
@@ -125,7 +128,7 @@ BAD_KINDS: tuple[BadKind, ...] = (
     BadKind("unexpected field", ALL_TASKS, 422, _extra_field),
     BadKind("malformed id", ALL_TASKS, 422, _short_id),
     BadKind("not json", ALL_TASKS, 415, _plain_text),
-    BadKind("k out of range", ("purchase",), 422, _k_out_of_range),
+    BadKind("k out of range", RANKING_TASKS, 422, _k_out_of_range),
 )
 
 
@@ -149,10 +152,11 @@ class Traffic:
         self.bad_kinds = {task: [k for k in BAD_KINDS if task in k.tasks] for task in TASK_PATHS}
 
     def served_id(self, task: str, rng: random.Random) -> str:
-        return (self.articles if task == "sales" else self.customers).draw(rng)
+        return (self.articles if TASKS[task].entity_type == ARTICLE else self.customers).draw(rng)
 
     def unknown_id(self, task: str, rng: random.Random) -> str:
-        return rng.choice(self.pool.unknown_articles if task == "sales" else self.pool.unknown_customers)
+        article = TASKS[task].entity_type == ARTICLE
+        return rng.choice(self.pool.unknown_articles if article else self.pool.unknown_customers)
 
     def plan(self, task: str, rng: random.Random) -> PlannedRequest:
         """A good request for ``task``, or with probability ``bad_share`` a bad one."""
@@ -163,7 +167,7 @@ class Traffic:
     def good(self, task: str, rng: random.Random) -> PlannedRequest:
         body: dict[str, object] = {ID_FIELDS[task]: self.served_id(task, rng)}
         k = 0
-        if task == "purchase":
+        if TASKS[task].ranks:
             k = body["k"] = rng.choice(PURCHASE_KS)
         return PlannedRequest(task, _json(body), k=k)
 
@@ -184,12 +188,14 @@ def answer_problem(planned: PlannedRequest, status: int, body: bytes | None) -> 
         return None
     try:
         answer: Any = json.loads(body or b"")
-        if planned.task == "churn":
-            ok = 0.0 <= float(answer["churn_probability"]) <= 1.0
-        elif planned.task == "sales":
-            ok = float(answer["sales_7d"]) >= 0.0
+        spec = TASKS[planned.task]
+        value = answer[spec.value_field]
+        if spec.task_type == BINARY:
+            ok = 0.0 <= float(value) <= 1.0
+        elif spec.task_type == REGRESSION:
+            ok = float(value) >= 0.0
         else:
-            ok = 1 <= len(answer["articles"]) <= planned.k
+            ok = 1 <= len(value) <= planned.k
     except (ValueError, TypeError, KeyError):
         ok = False
     return None if ok else f"200 with an implausible answer: {(body or b'')[:120].decode('utf-8', 'replace')}"

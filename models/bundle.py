@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,9 @@ from models.buckets import BucketLadder
 from models.compile_cache import cache_key
 from models.config import ModelConfig
 from models.features import TableSpec, table_specs
+from models.files import atomic_write
 from models.model import TaskModel
+from models.registry import TASK_NAMES
 from models.sampler import SamplerConfig
 from models.snapshot import GraphSnapshot
 
@@ -38,7 +41,6 @@ CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.json"
 CACHE_DIR = "compile_cache"
 SNAPSHOT_DIR = "snapshot"
-TASK_NAMES = ("churn", "sales", "purchase")
 
 
 class BundleError(ValueError):
@@ -55,7 +57,7 @@ class BundleConfig:
     """What ``config.json`` records about a trained task model.
 
     Args:
-        task: ``"churn"``, ``"sales"`` or ``"purchase"``.
+        task: a name of :data:`models.registry.TASKS`.
         model: model shape.
         sampler: fanouts used in training; serving samples with ``strategy="last"``.
         specs: per node type, the feature columns the encoders were built for.
@@ -116,10 +118,10 @@ def save_bundle(directory: Path, config: BundleConfig, model: TaskModel, metrics
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     weights = safetensors.torch.save(state)
     config = dataclasses.replace(config, weights_sha256=hashlib.sha256(weights).hexdigest())
-    _atomic_write(directory / WEIGHTS_FILE, weights)
-    _atomic_write(directory / CONFIG_FILE, json.dumps(config.to_dict(), indent=2).encode())
+    atomic_write(directory / WEIGHTS_FILE, weights)
+    atomic_write(directory / CONFIG_FILE, json.dumps(config.to_dict(), indent=2).encode())
     if metrics is not None:
-        _atomic_write(directory / METRICS_FILE, json.dumps(metrics, indent=2).encode())
+        atomic_write(directory / METRICS_FILE, json.dumps(metrics, indent=2).encode())
 
 
 def read_config(directory: Path) -> BundleConfig:
@@ -171,16 +173,40 @@ def load_bundle(directory: Path, snapshot: GraphSnapshot, device: torch.device |
     return config, model.to(device).eval()
 
 
+def user_cache_dir() -> Path:
+    """The per-user cache root: ``$XDG_CACHE_HOME/relserve`` (``~/.cache/relserve`` by default)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "relserve"
+
+
+def _writable(directory: Path) -> bool:
+    existing = directory if directory.exists() else directory.parent
+    return os.access(existing, os.W_OK)
+
+
+def compile_cache_dirs(bundle_dir: Path, config: BundleConfig,
+                       cache_dir: Path | None = None) -> tuple[list[Path], Path]:
+    """Where a bundle's compile cache is looked for, in order, and where a fresh one is written.
+
+    Beside the artifacts (``<bundle>/compile_cache/``) when that is writable and no ``cache_dir``
+    is given; otherwise ``<cache_dir or user_cache_dir()>/<task>-<weights sha256 prefix>/`` is
+    written, and read before the bundle's own cache (which a read-only bundle may still ship).
+
+    Args:
+        bundle_dir: the task's bundle.
+        config: its config (the task and weights digest name the directory outside the bundle).
+        cache_dir: ``--compile-cache-dir``; ``None``: the default above.
+    """
+    beside = Path(bundle_dir) / CACHE_DIR
+    if cache_dir is None and _writable(beside):
+        return [beside], beside
+    own = Path(cache_dir or user_cache_dir()) / f"{config.task}-{config.weights_sha256[:16]}"
+    return [own, beside], own
+
+
 def compile_cache_path(directory: Path, device: torch.device | str, strategy: str, mode: str | None,
                        ladders: dict[str, BucketLadder]) -> Path:
-    """Where the compile-cache artifact for this torch, device, strategy and ladder lives."""
+    """The artifact in cache ``directory`` for this torch, device, strategy and ladder."""
     key = {**cache_key(device), "strategy": strategy, "mode": mode or "default",
            "ladders": {t: ladder.to_dict() for t, ladder in sorted(ladders.items())}}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    return Path(directory) / CACHE_DIR / f"{torch.device(device).type}-{strategy}-{digest}.bin"
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    return Path(directory) / f"{torch.device(device).type}-{strategy}-{digest}.bin"

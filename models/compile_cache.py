@@ -6,9 +6,13 @@ g++ for every kernel, which is most of the cold compile time. So the artifact al
 kernel binaries Inductor built while recording, and loading puts them back into this process's
 Inductor cache directory, where Inductor finds them by content hash.
 
-File layout: one JSON header line (format, key, and per-part offset/length/sha256) followed by
-the raw parts. Nothing is unpickled by this module; the mega-cache and kernels are still code
-that torch will run, so an artifact is trusted exactly like the bundle it ships in.
+File layout: a seal line ``relserve-compile-cache sha256 <hex>`` holding the sha256 of everything
+after it, recorded when the file was written and checked before anything in it is used (a
+mismatch is a miss and a warning); then one JSON header line (format, key, and per-part
+offset/length/sha256) followed by the raw parts. Files are written under per-process temporary
+names and renamed into place, so two workers saving one artifact leave one complete file.
+Nothing is unpickled by this module; the mega-cache and kernels are still code that torch will
+run, so an artifact is trusted exactly like the bundle it ships in (see the README).
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import platform
 import sys
 from pathlib import Path
@@ -24,9 +27,12 @@ from pathlib import Path
 import torch
 from torch._inductor.runtime.cache_dir_utils import cache_dir
 
+from models.files import atomic_write
+
 log = logging.getLogger(__name__)
 
 FORMAT = 1
+SEAL = b"relserve-compile-cache sha256 "
 _KERNEL_SUFFIXES = (".so", ".o")
 
 
@@ -101,14 +107,22 @@ class CompileCacheRecorder:
         for name, data in parts:
             header["parts"].append([name, offset, len(data), hashlib.sha256(data).hexdigest()])
             offset += len(data)
-        path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(json.dumps(header).encode() + b"\n")
-            for _, data in parts:
-                f.write(data)
-        os.replace(tmp, path)
+        body = b"".join([json.dumps(header).encode(), b"\n", *(data for _, data in parts)])
+        atomic_write(path, seal(body))
         return True
+
+
+def seal(body: bytes) -> bytes:
+    """``body`` behind the line that records its sha256 (what :func:`load_compile_cache` checks)."""
+    return SEAL + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def unseal(raw: bytes) -> bytes | None:
+    """The body of a sealed file, or ``None`` when it is unsealed or its sha256 does not match."""
+    line, _, body = raw.partition(b"\n")
+    if not line.startswith(SEAL) or line[len(SEAL):] != hashlib.sha256(body).hexdigest().encode():
+        return None
+    return body
 
 
 def load_compile_cache(path: str | Path, device: torch.device | str) -> bool:
@@ -129,8 +143,11 @@ def _load(path: Path, device: torch.device | str) -> bool:
     if not path.is_file():
         log.info("compile cache miss: %s does not exist", path)
         return False
-    raw = path.read_bytes()
-    line, _, payload = raw.partition(b"\n")
+    body = unseal(path.read_bytes())
+    if body is None:
+        log.warning("compile cache miss: %s does not match the sha256 recorded when it was written", path)
+        return False
+    line, _, payload = body.partition(b"\n")
     header = json.loads(line)
     if header.get("format") != FORMAT or header.get("key") != cache_key(device):
         log.warning("compile cache miss: %s was built for %s, this process is %s",
@@ -152,9 +169,7 @@ def _load(path: Path, device: torch.device | str) -> bool:
     for target, data in kernels.items():
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
+            atomic_write(target, data)
     if parts.get("mega") and torch.compiler.load_cache_artifacts(parts["mega"]) is None:
         log.warning("compile cache miss: torch rejected the mega-cache in %s", path)
         return False

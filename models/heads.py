@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from models.registry import TASKS
 from models.schema import ARTICLE, CUSTOMER
 
 
@@ -149,4 +150,5 @@ class PurchaseHead(nn.Module):
         return _weighted_mean(F.cross_entropy(logits, target, reduction="none"), weight)
 
 
-HEADS: dict[str, type[nn.Module]] = {"churn": ChurnHead, "sales": SalesHead, "purchase": PurchaseHead}
+HEADS: dict[str, type[nn.Module]] = {task: globals()[spec.head] for task, spec in TASKS.items()}
+"""Per task, the head class its :mod:`models.registry` entry names."""

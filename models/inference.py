@@ -15,11 +15,12 @@ import torch
 from torch import Tensor
 
 from models.buckets import BucketLadder
-from models.bundle import BundleConfig, compile_cache_path, load_bundle
+from models.bundle import BundleConfig, compile_cache_dirs, compile_cache_path, load_bundle
 from models.compile import CompileConfig, Predictor, compiled_graph_count
 from models.compile_cache import CompileCacheRecorder, load_compile_cache
 from models.features import TableSpec, gather_inputs
 from models.model import TaskModel
+from models.registry import TASKS
 from models.sampler import SamplerConfig, TemporalSampler
 from models.schema import ARTICLE
 from models.snapshot import GraphSnapshot
@@ -86,12 +87,15 @@ class TaskInference:
         device: where the model runs.
         cuda_graphs: ``mode="reduce-overhead"`` over the buckets (CUDA only).
         max_batch_size: largest batch :meth:`run` is given (sets the bucket ladder).
-        bundle_dir: where compile-cache artifacts are read and written (``None``: no cache).
+        bundle_dir: the bundle, whose compile-cache artifacts are read and written (``None``: no cache).
+        cache_dir: where to keep compile caches instead of beside the bundle (see
+            :func:`models.bundle.compile_cache_dirs`; ``None``: beside it when writable).
     """
 
     def __init__(self, config: BundleConfig, model: TaskModel, snapshot: GraphSnapshot,
                  compile: str = "buckets", device: torch.device | str = "cpu", cuda_graphs: bool = False,
-                 max_batch_size: int = 32, bundle_dir: Path | None = None) -> None:
+                 max_batch_size: int = 32, bundle_dir: Path | None = None,
+                 cache_dir: Path | None = None) -> None:
         self.config = config
         self.task = config.task
         self.snapshot = snapshot
@@ -104,16 +108,18 @@ class TaskInference:
         self.predictor = Predictor(self.model, self.compile_config, list(self.ladders.values()), self.device,
                                    seed_types=(self.entity_type,))
         self.bundle_dir = bundle_dir
+        self.cache_dir = cache_dir
         self.article_keys: Tensor | None = None
         self._graphs_after_warmup: int | None = None
 
     @classmethod
     def from_bundle(cls, bundle_dir: Path, snapshot: GraphSnapshot, compile: str = "buckets",
                     device: torch.device | str = "cpu", cuda_graphs: bool = False,
-                    max_batch_size: int = 32) -> TaskInference:
+                    max_batch_size: int = 32, cache_dir: Path | None = None) -> TaskInference:
         """Load ``bundle_dir`` (raises :class:`models.bundle.BundleError`) and set up inference."""
         config, model = load_bundle(Path(bundle_dir), snapshot, device)
-        return cls(config, model, snapshot, compile, device, cuda_graphs, max_batch_size, Path(bundle_dir))
+        return cls(config, model, snapshot, compile, device, cuda_graphs, max_batch_size, Path(bundle_dir),
+                   cache_dir)
 
     def _ladders(self, max_batch_size: int) -> dict[str, BucketLadder]:
         # Only the entity's ladder is compiled: purchase article keys are computed once, eagerly.
@@ -127,16 +133,18 @@ class TaskInference:
         start = time.perf_counter()
         hit, saved, path = False, False, None
         if self.compile_config.strategy != "none" and self.bundle_dir is not None:
-            path = compile_cache_path(self.bundle_dir, self.device, self.compile_config.strategy,
-                                      self.compile_config.mode, self.ladders)
-            hit = load_compile_cache(path, self.device)
+            reads, write = compile_cache_dirs(self.bundle_dir, self.config, self.cache_dir)
+            key = (self.device, self.compile_config.strategy, self.compile_config.mode, self.ladders)
+            path = compile_cache_path(write, *key)
+            hit = any(load_compile_cache(compile_cache_path(d, *key), self.device) for d in reads)
         recorder = CompileCacheRecorder() if path is not None and not hit else None
         specs: dict[str, TableSpec] = self.config.specs
         runs = self.predictor.warmup({t: (len(s.cardinalities), s.num_numeric) for t, s in specs.items()})
-        if self.task == "purchase":
+        if TASKS[self.task].ranks:
             self.article_keys = self.compute_article_keys(self.snapshot.end_time)
         if recorder is not None:
             try:
+                path.parent.mkdir(parents=True, exist_ok=True)
                 saved = recorder.save(path, self.device)
             except OSError as exc:  # a read-only bundle directory only costs the next start a cold compile
                 log.warning("compile cache not saved to %s: %s", path, exc)
@@ -183,7 +191,7 @@ class TaskInference:
         result = InferenceResult(bucket=bucket.name if bucket else self.compile_config.strategy)
         if bucket is not None:
             result.padding_ratio = 1.0 - sum(inputs.num_nodes().values()) / sum(bucket.nodes.values())
-        if self.task == "purchase":
+        if TASKS[self.task].ranks:
             keys = article_keys if article_keys is not None else self.article_keys
             if keys is None:
                 keys = self.article_keys = self.compute_article_keys(self.snapshot.end_time)

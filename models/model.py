@@ -15,7 +15,7 @@ class TaskModel(nn.Module):
     """Relational GNN with the head of ``task``; ``forward`` is one graph, free of graph breaks.
 
     Args:
-        task: ``"churn"``, ``"sales"`` or ``"purchase"``.
+        task: a name of :data:`models.registry.TASKS`.
         specs: per node type, its feature columns (see :func:`models.features.table_specs`).
         config: model shape.
         edge_types: edge types of the graph.

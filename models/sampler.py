@@ -14,13 +14,23 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from models.schema import ARTICLE, CUSTOMER, EDGE_TYPES, NODE_TYPES, EdgeType
+from models.schema import EDGE_TYPES, INCOMING, NEIGHBOUR_TYPE, NODE_TYPES, EdgeType
 from models.snapshot import GraphSnapshot
 from models.subgraph import SubgraphBatch
 
-OTHER_TYPE = {CUSTOMER: ARTICLE, ARTICLE: CUSTOMER}
-# A child sampled under a parent sends its message along (child type, rel, parent type).
-CHILD_EDGE: dict[tuple[str, str], EdgeType] = {(src, dst): (src, rel, dst) for src, rel, dst in EDGE_TYPES}
+
+def max_tree_sizes(fanouts: tuple[int, ...], seed_type: str, num_seeds: int) -> tuple[dict[str, int],
+                                                                                     dict[EdgeType, int]]:
+    """Worst-case node and edge counts per type of ``num_seeds`` trees with every fanout full."""
+    nodes = {t: 0 for t in NODE_TYPES}
+    edges = {e: 0 for e in EDGE_TYPES}
+    nodes[seed_type], width, parent_type = num_seeds, num_seeds, seed_type
+    for fanout in fanouts:
+        child_type, width = NEIGHBOUR_TYPE[parent_type], width * fanout
+        nodes[child_type] += width
+        edges[INCOMING[parent_type]] += width  # a child sends its message to its parent
+        parent_type = child_type
+    return nodes, edges
 
 
 @dataclass(frozen=True)
@@ -98,7 +108,7 @@ class TemporalSampler:
         count[seed_type] = seeds.numel()
         for fanout in self.config.fanouts:
             parent = levels[-1]
-            child_type = OTHER_TYPE[parent.node_type]
+            child_type = NEIGHBOUR_TYPE[parent.node_type]
             csr = self.snapshot.adjacency[(parent.node_type, child_type)]
             start, end = csr.row_bounds_before(parent.ids, seed_time.index_select(0, parent.batch))
             which, pos = self._select(start, end, fanout, generator)
@@ -106,8 +116,8 @@ class TemporalSampler:
             count[child_type] += pos.numel()
             ids, day = csr.col.index_select(0, pos).long(), csr.day.index_select(0, pos).long()
             child = _Level(child_type, ids, day, parent.batch.index_select(0, which), local)
-            edge_type = CHILD_EDGE[(child_type, parent.node_type)]
-            edges[edge_type].append(torch.stack([local, parent.local.index_select(0, which)]))
+            parent_local = parent.local.index_select(0, which)
+            edges[INCOMING[parent.node_type]].append(torch.stack([local, parent_local]))
             levels.append(child)
         return SubgraphBatch(
             seed_type=seed_type,
@@ -124,15 +134,7 @@ class TemporalSampler:
 
     def max_sizes(self, seed_type: str, num_seeds: int) -> tuple[dict[str, int], dict[EdgeType, int]]:
         """Worst-case node and edge counts per type of a batch of ``num_seeds`` seeds (every fanout full)."""
-        nodes = {t: 0 for t in NODE_TYPES}
-        edges = {e: 0 for e in EDGE_TYPES}
-        nodes[seed_type], width, parent_type = num_seeds, num_seeds, seed_type
-        for fanout in self.config.fanouts:
-            child_type, width = OTHER_TYPE[parent_type], width * fanout
-            nodes[child_type] += width
-            edges[CHILD_EDGE[(child_type, parent_type)]] += width
-            parent_type = child_type
-        return nodes, edges
+        return max_tree_sizes(self.config.fanouts, seed_type, num_seeds)
 
     def _select(
         self, start: Tensor, end: Tensor, fanout: int, generator: torch.Generator | None

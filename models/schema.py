@@ -48,6 +48,9 @@ EdgeType = tuple[str, str, str]
 BUYS: EdgeType = (CUSTOMER, "buys", ARTICLE)
 BOUGHT_BY: EdgeType = (ARTICLE, "bought_by", CUSTOMER)
 EDGE_TYPES: tuple[EdgeType, ...] = (BUYS, BOUGHT_BY)
+# Each node type has one incoming edge type: a node's neighbours are sampled along it.
+INCOMING: dict[str, EdgeType] = {dst: (src, rel, dst) for src, rel, dst in EDGE_TYPES}
+NEIGHBOUR_TYPE: dict[str, str] = {dst: src for src, _, dst in EDGE_TYPES}
 
 EPOCH = dt.date(1970, 1, 1)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from models.files import atomic_write
 from models.schema import ARTICLE, CUSTOMER, NODE_TYPES
 
 FORMAT_VERSION = 1
@@ -95,9 +95,7 @@ def read_meta(directory: Path) -> dict[str, Any]:
 
 def write_meta(directory: Path, meta: dict[str, Any]) -> None:
     """Write ``meta.json`` atomically (it marks the snapshot complete)."""
-    tmp = directory / (META_FILE + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, directory / META_FILE)
+    atomic_write(directory / META_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
 def load_array(directory: Path, name: str, dtype: str, shape: tuple[int, ...]) -> np.ndarray:

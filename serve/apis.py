@@ -1,4 +1,4 @@
-"""One LitAPI per task: churn, sales and purchase predictions from a trained bundle.
+"""One LitAPI per task of :mod:`models.registry`: predictions from a trained bundle.
 
 Every hook runs in the task's inference worker process. ``setup`` does the heavy work once
 (load the bundle, memory-map the snapshot, load the compile cache, compile and run every bucket);
@@ -20,21 +20,13 @@ import torch
 from starlette.responses import JSONResponse, Response
 
 from models.inference import InferenceResult, TaskInference
+from models.registry import TASKS, TaskSpec
 from models.schema import ARTICLE
 from models.snapshot import GraphSnapshot
 from serve.batching import BlockingBatchedLoop
 from serve.encode import json_response
 from serve.metrics import WorkerMetrics
-from serve.schemas import (
-    DEFAULT_K,
-    MAX_K,
-    ArticleRequest,
-    ChurnResponse,
-    CustomerRequest,
-    PurchaseRequest,
-    PurchaseResponse,
-    SalesResponse,
-)
+from serve.schemas import DEFAULT_K, MAX_K, REQUESTS, RESPONSES
 
 
 @dataclass(frozen=True)
@@ -49,6 +41,7 @@ class WorkerSettings:
         max_batch_size: largest batch, which sizes the top bucket.
         batch_timeout_s: how long a batch waits to fill after its first request.
         threads: torch intra-op threads of this worker.
+        compile_cache_dir: ``--compile-cache-dir`` (``None``: beside the bundle when writable).
     """
 
     bundle_dir: str
@@ -58,6 +51,7 @@ class WorkerSettings:
     max_batch_size: int = 32
     batch_timeout_s: float = 0.0
     threads: int = 1
+    compile_cache_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,8 +64,9 @@ class Query:
 
 
 class TaskAPI(ls.LitAPI):
-    """Shared hooks; subclasses name the task, the id field and the answer's shape."""
+    """Shared hooks; a subclass per registry entry names the task, its id field and its bodies."""
 
+    task_spec: ClassVar[TaskSpec]
     task: ClassVar[str]
     id_field: ClassVar[str]
 
@@ -91,7 +86,8 @@ class TaskAPI(ls.LitAPI):
         snapshot = GraphSnapshot.open(self.settings.snapshot_dir)
         self.inference = TaskInference.from_bundle(
             Path(self.settings.bundle_dir), snapshot, compile=self.settings.compile, device=device,
-            cuda_graphs=self.settings.cuda_graphs, max_batch_size=self.settings.max_batch_size)
+            cuda_graphs=self.settings.cuda_graphs, max_batch_size=self.settings.max_batch_size,
+            cache_dir=Path(self.settings.compile_cache_dir) if self.settings.compile_cache_dir else None)
         report = self.inference.warm_up()
         self.metrics = WorkerMetrics(self.task)
         cache = "disabled" if self.settings.compile == "none" else "hit" if report.cache_hit else "miss"
@@ -139,63 +135,49 @@ class TaskAPI(ls.LitAPI):
         return json_response(answer)
 
 
-class ChurnAPI(TaskAPI):
-    """``POST /predict/churn``: probability that a customer buys nothing in the next 7 days."""
-
-    task = "churn"
-    id_field = "customer_id"
-
-    def decode_request(self, request: CustomerRequest) -> Query:
-        return self.lookup(request.customer_id)
+class ValueAPI(TaskAPI):
+    """A task answered with one number per entity (``{id_field: ..., value_field: x}``)."""
 
     def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
-        return [{"customer_id": q.id, "churn_probability": p}
-                for q, p in zip(queries, result.values.tolist(), strict=True)]
-
-    def encode_response(self, output: tuple) -> ChurnResponse:
-        return self.respond(output)
+        return [{self.task_spec.id_field: q.id, self.task_spec.value_field: v}
+                for q, v in zip(queries, result.values.tolist(), strict=True)]
 
 
-class SalesAPI(TaskAPI):
-    """``POST /predict/sales``: an article's summed sales price over the next 7 days."""
-
-    task = "sales"
-    id_field = "article_id"
-
-    def decode_request(self, request: ArticleRequest) -> Query:
-        return self.lookup(request.article_id)
-
-    def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
-        return [{"article_id": q.id, "sales_7d": s}
-                for q, s in zip(queries, result.values.tolist(), strict=True)]
-
-    def encode_response(self, output: tuple) -> SalesResponse:
-        return self.respond(output)
-
-
-class PurchaseAPI(TaskAPI):
-    """``POST /predict/purchase``: the ``k`` articles a customer most likely buys next."""
-
-    task = "purchase"
-    id_field = "customer_id"
+class RankAPI(TaskAPI):
+    """A task answered with the ``k`` best articles (``{id_field: ..., value_field: [...]}``)."""
 
     @property
     def rank_k(self) -> int:
         return min(MAX_K, len(self.inference.snapshot.ids[ARTICLE]))
 
-    def decode_request(self, request: PurchaseRequest) -> Query:
-        return self.lookup(request.customer_id, request.k)
-
     def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
         article_ids = self.inference.snapshot.ids[ARTICLE]
         scores, articles = result.scores.tolist(), result.articles.tolist()
-        return [{"customer_id": q.id,
-                 "articles": [{"article_id": article_ids[a].decode("ascii"), "score": s}
-                              for a, s in zip(row_articles[: q.k], row_scores[: q.k], strict=True)]}
+        field = self.task_spec.value_field
+        return [{self.task_spec.id_field: q.id,
+                 field: [{"article_id": article_ids[a].decode("ascii"), "score": s}
+                         for a, s in zip(row_articles[: q.k], row_scores[: q.k], strict=True)]}
                 for q, row_scores, row_articles in zip(queries, scores, articles, strict=True)]
 
-    def encode_response(self, output: tuple) -> PurchaseResponse:
+
+def _api_class(spec: TaskSpec) -> type[TaskAPI]:
+    """``<Task>API`` for a registry entry, with its request and answer bodies as the annotations."""
+
+    def decode_request(self: TaskAPI, request: Any) -> Query:
+        return self.lookup(getattr(request, spec.id_field), getattr(request, "k", 0))
+
+    def encode_response(self: TaskAPI, output: tuple) -> Any:
         return self.respond(output)
 
+    decode_request.__annotations__ = {"request": REQUESTS[spec.name], "return": Query}
+    encode_response.__annotations__ = {"output": tuple, "return": RESPONSES[spec.name]}
+    name = f"{spec.name.capitalize()}API"
+    cls = type(name, (RankAPI if spec.ranks else ValueAPI,), {
+        "__doc__": f"``POST {spec.path}``: {spec.question}.", "__module__": __name__, "__qualname__": name,
+        "task_spec": spec, "task": spec.name, "id_field": spec.id_field,
+        "decode_request": decode_request, "encode_response": encode_response})
+    globals()[name] = cls  # LitServe pickles the API into its worker: the class must be importable
+    return cls
 
-API_CLASSES: dict[str, type[TaskAPI]] = {api.task: api for api in (ChurnAPI, SalesAPI, PurchaseAPI)}
+
+API_CLASSES: dict[str, type[TaskAPI]] = {name: _api_class(spec) for name, spec in TASKS.items()}

@@ -135,7 +135,8 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
     apis = [API_CLASSES[b.task](WorkerSettings(
         bundle_dir=str(b.bundle_dir), snapshot_dir=str(b.snapshot_dir), compile=config.compile,
         cuda_graphs=config.cuda_graphs, max_batch_size=config.max_batch_size,
-        batch_timeout_s=config.batch_timeout_s, threads=threads)) for b in bundles]
+        batch_timeout_s=config.batch_timeout_s, threads=threads,
+        compile_cache_dir=config.compile_cache_dir and str(config.compile_cache_dir))) for b in bundles]
     admission = AdmissionState({api.api_path: config.max_queue for api in apis})
     server = new_litserver(apis, config, accelerator, middlewares=[
         (Admission, {"state": admission, "deadline_s": config.request_deadline_s,

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from models.bundle import CACHE_DIR
-from models.schema import ARTICLE, CUSTOMER
+from models.registry import TASKS
 from models.snapshot import GraphSnapshot
 from serve.bench_ceiling import run_ceiling
 from serve.bench_load import LoadResult, run_load
@@ -34,11 +34,10 @@ CONFIGS = {"default": (), "naive": ("--compile", "none", "--max-batch-size", "1"
 
 def request_bodies(snapshot: GraphSnapshot, task: str, count: int = 512, seed: int = 0) -> list[dict]:
     """``count`` bodies for ``task`` with known ids drawn at random (fixed seed)."""
-    node_type = ARTICLE if task == "sales" else CUSTOMER
-    ids = snapshot.ids[node_type]
+    spec = TASKS[task]
+    ids = snapshot.ids[spec.entity_type]
     picks = np.random.default_rng(seed).integers(0, len(ids), size=count)
-    key = "article_id" if task == "sales" else "customer_id"
-    return [{key: ids[i].decode("ascii")} | ({"k": 12} if task == "purchase" else {}) for i in picks]
+    return [{spec.id_field: ids[i].decode("ascii")} | ({"k": spec.k} if spec.ranks else {}) for i in picks]
 
 
 def copy_without_compile_cache(artifacts: Path, out: Path) -> Path:

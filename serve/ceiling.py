@@ -14,24 +14,21 @@ batched loop and default options (Manager-queue transport, START messages, GZip 
 # No ``from __future__ import annotations``: LitServe hands the evaluated annotations of
 # decode_request / encode_response to FastAPI as the route's body and response models.
 import sys
+import typing
 from typing import Any, ClassVar
 
 import litserve as ls
+from pydantic import BaseModel
 from starlette.middleware.gzip import GZipMiddleware
 
+from models.registry import TASKS as SPECS
+from models.registry import TaskSpec
+from models.schema import ARTICLE
 from serve.batching import BlockingBatchedLoop
 from serve.config import TASKS, ServeConfig, parse_args
-from serve.schemas import (
-    ArticleRequest,
-    ChurnResponse,
-    CustomerRequest,
-    PurchaseRequest,
-    PurchaseResponse,
-    SalesResponse,
-)
+from serve.schemas import DEFAULT_K, REQUESTS, RESPONSES
 
 PROG = "python -m serve.ceiling"
-_ARTICLES = [{"article_id": "0108775015", "score": 0.5}] * 12
 
 
 class ConstantAPI(ls.LitAPI):
@@ -47,37 +44,36 @@ class ConstantAPI(ls.LitAPI):
         return [self.answer] * len(inputs)
 
 
-class ChurnConstant(ConstantAPI):
-    task, answer = "churn", {"customer_id": "0" * 64, "churn_probability": 0.5}
+def _constant(spec: TaskSpec, model: type[BaseModel]) -> dict[str, Any]:
+    """A valid answer of ``model`` (whatever fields the registry gives it), built once."""
+    ident = "0108775015" if spec.entity_type == ARTICLE else "0" * 64
+    fill = {str: ident, float: 0.5, int: 0, bool: False}
+    answer = {}
+    for name, field in model.model_fields.items():
+        kind = typing.get_origin(field.annotation) or field.annotation
+        answer[name] = ([{"article_id": "0108775015", "score": 0.5}] * DEFAULT_K if kind is list
+                        else fill.get(kind, ident if name == spec.id_field else 0.5))
+    return model.model_validate(answer).model_dump()
 
-    def decode_request(self, request: CustomerRequest) -> Any:
-        return request.customer_id
 
-    def encode_response(self, output: Any) -> ChurnResponse:
+def _constant_api(spec: TaskSpec) -> type[ConstantAPI]:
+    def decode_request(self: ConstantAPI, request: Any) -> Any:
+        return getattr(request, spec.id_field)
+
+    def encode_response(self: ConstantAPI, output: Any) -> Any:
         return output
 
-
-class SalesConstant(ConstantAPI):
-    task, answer = "sales", {"article_id": "0108775015", "sales_7d": 0.5}
-
-    def decode_request(self, request: ArticleRequest) -> Any:
-        return request.article_id
-
-    def encode_response(self, output: Any) -> SalesResponse:
-        return output
-
-
-class PurchaseConstant(ConstantAPI):
-    task, answer = "purchase", {"customer_id": "0" * 64, "articles": _ARTICLES}
-
-    def decode_request(self, request: PurchaseRequest) -> Any:
-        return request.customer_id
-
-    def encode_response(self, output: Any) -> PurchaseResponse:
-        return output
+    decode_request.__annotations__ = {"request": REQUESTS[spec.name], "return": Any}
+    encode_response.__annotations__ = {"output": Any, "return": RESPONSES[spec.name]}
+    name = f"{spec.name.capitalize()}Constant"
+    cls = type(name, (ConstantAPI,), {"__module__": __name__, "__qualname__": name, "task": spec.name,
+                                      "answer": _constant(spec, RESPONSES[spec.name]),
+                                      "decode_request": decode_request, "encode_response": encode_response})
+    globals()[name] = cls  # LitServe pickles the API into its worker: the class must be importable
+    return cls
 
 
-CONSTANT_APIS = {api.task: api for api in (ChurnConstant, SalesConstant, PurchaseConstant)}
+CONSTANT_APIS = {name: _constant_api(spec) for name, spec in SPECS.items()}
 
 
 def build_ceiling(config: ServeConfig, stock: bool = False) -> ls.LitServer:

@@ -8,7 +8,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-TASKS = ("churn", "sales", "purchase")
+from models.cli import OneLineErrors
+from models.registry import TASK_NAMES
+
+TASKS = TASK_NAMES
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")
 COMPILE_STRATEGIES = ("none", "dynamic", "buckets")
 PROG = "python -m serve"
@@ -50,6 +53,9 @@ class ServeConfig:
         retry_after_s: ``Retry-After`` of an overload 503.
         drain_timeout_s: on SIGTERM, how long to wait for requests in flight before stopping.
         log_level: uvicorn / LitServe log level.
+        compile_cache_dir: where workers keep compile caches; ``None``: beside each bundle when
+            writable, else the per-user cache (``$XDG_CACHE_HOME/relserve``), so read-only
+            artifacts still start warm after the first start.
         fast_queue: answers go from workers to API servers over ZeroMQ (LitServe's
             ``fast_queue``) instead of a Manager queue; see BENCHMARKS.md.
     """
@@ -73,6 +79,7 @@ class ServeConfig:
     retry_after_s: int = 1
     drain_timeout_s: float = 25.0
     log_level: str = "warning"
+    compile_cache_dir: Path | None = None
     fast_queue: bool = True
 
     def __post_init__(self) -> None:
@@ -119,11 +126,6 @@ class ServeConfig:
         return self.threads or max(1, available_cores() // (num_tasks * self.workers_per_task))
 
 
-class _OneLineErrors(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _task_list(value: str) -> tuple[str, ...]:
     tasks = tuple(t.strip() for t in value.split(",") if t.strip())
     unknown = sorted(set(tasks) - set(TASKS))
@@ -135,7 +137,7 @@ def _task_list(value: str) -> tuple[str, ...]:
 def parse_args(argv: list[str] | None = None) -> ServeConfig:
     """Build a :class:`ServeConfig` from ``argv``; exits 2 with one line on a bad argument."""
     d = ServeConfig(artifacts=Path("."))
-    p = _OneLineErrors(prog=PROG, description="Serve churn, sales and purchase predictions over HTTP.")
+    p = OneLineErrors(prog=PROG, description=f"Serve {', '.join(TASKS)} predictions over HTTP.")
     p.add_argument("--artifacts", type=Path, required=True, help="bundles from python -m training.fit")
     p.add_argument("--host", default=d.host, choices=HOSTS)
     p.add_argument("--port", type=int, default=d.port)
@@ -157,6 +159,9 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     p.add_argument("--max-payload-bytes", type=int, default=d.max_payload_bytes)
     p.add_argument("--retry-after", type=int, default=d.retry_after_s, metavar="S")
     p.add_argument("--drain-timeout", type=float, default=d.drain_timeout_s, metavar="S")
+    p.add_argument("--compile-cache-dir", type=Path, default=None, metavar="DIR",
+                   help="compile caches (default: beside each bundle if writable, else "
+                        "$XDG_CACHE_HOME/relserve)")
     p.add_argument("--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
     p.add_argument("--transport", default="zmq" if d.fast_queue else "mp", choices=("zmq", "mp"),
                    help="worker-to-API-server answers: ZeroMQ (LitServe fast_queue) or a Manager queue")
@@ -170,7 +175,8 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
             accelerator=a.accelerator, workers_per_task=a.workers_per_task, api_servers=a.api_servers,
             threads=a.threads, max_queue=a.max_queue, request_timeout_s=a.request_timeout,
             deadline_s=a.deadline, max_payload_bytes=a.max_payload_bytes, retry_after_s=a.retry_after,
-            drain_timeout_s=a.drain_timeout, log_level=a.log_level, fast_queue=a.transport == "zmq",
+            drain_timeout_s=a.drain_timeout, log_level=a.log_level, compile_cache_dir=a.compile_cache_dir,
+            fast_queue=a.transport == "zmq",
         )
     except ValueError as e:
         p.error(str(e))

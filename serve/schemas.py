@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from models.schema import ARTICLE_ID_LEN, CUSTOMER_ID_LEN
+from models.registry import BINARY, LINK, REGRESSION, TASKS, TaskSpec
+from models.schema import ARTICLE, ARTICLE_ID_LEN, CUSTOMER, CUSTOMER_ID_LEN
 
 MAX_K = 100
 DEFAULT_K = 12
@@ -63,49 +64,35 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class CustomerRequest(_Strict):
-    """Body of ``POST /predict/churn``."""
-
-    customer_id: str = _CUSTOMER_ID
-
-
-class ArticleRequest(_Strict):
-    """Body of ``POST /predict/sales``."""
-
-    article_id: str = _ARTICLE_ID
-
-
-class PurchaseRequest(_Strict):
-    """Body of ``POST /predict/purchase``: the ``k`` articles the customer most likely buys next."""
-
-    customer_id: str = _CUSTOMER_ID
-    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K, strict=True)
-
-
-class ChurnResponse(BaseModel):
-    """Probability that an active customer buys nothing in the 7 days after the snapshot."""
-
-    customer_id: str
-    churn_probability: float = Field(ge=0.0, le=1.0)
-
-
-class SalesResponse(BaseModel):
-    """Predicted sum of prices of an article's sales in the 7 days after the snapshot."""
-
-    article_id: str
-    sales_7d: float = Field(ge=0.0)
-
-
 class ScoredArticle(BaseModel):
     article_id: str
     score: float
 
 
-class PurchaseResponse(BaseModel):
-    """Top-k articles, highest score first."""
+_ID_FIELDS = {CUSTOMER: _CUSTOMER_ID, ARTICLE: _ARTICLE_ID}
+_VALUES = {BINARY: (float, Field(ge=0.0, le=1.0)), REGRESSION: (float, Field(ge=0.0)),
+           LINK: (list[ScoredArticle], Field(description="Top-k articles, highest score first."))}
 
-    customer_id: str
-    articles: list[ScoredArticle]
+
+def _request(spec: TaskSpec) -> type[BaseModel]:
+    fields: dict = {spec.id_field: (str, _ID_FIELDS[spec.entity_type])}
+    if spec.ranks:
+        fields["k"] = (int, Field(default=DEFAULT_K, ge=1, le=MAX_K, strict=True))
+    return create_model(f"{spec.name.capitalize()}Request", __base__=_Strict,
+                        __doc__=f"Body of ``POST {spec.path}``: {spec.question}.", **fields)
+
+
+def _response(spec: TaskSpec) -> type[BaseModel]:
+    return create_model(f"{spec.name.capitalize()}Response", __doc__=f"{spec.question.capitalize()}.",
+                        **{spec.id_field: (str, ...), spec.value_field: _VALUES[spec.task_type]})
+
+
+REQUESTS: dict[str, type[BaseModel]] = {name: _request(spec) for name, spec in TASKS.items()}
+"""Per task, its request body (``<Task>Request``), built from :mod:`models.registry`."""
+RESPONSES: dict[str, type[BaseModel]] = {name: _response(spec) for name, spec in TASKS.items()}
+"""Per task, its answer body (``<Task>Response``): the id field and the prediction's field."""
+# Bodies travel to the worker processes pickled, which finds a class by its module and name.
+globals().update({model.__name__: model for model in (*REQUESTS.values(), *RESPONSES.values())})
 
 
 class ErrorBody(BaseModel):

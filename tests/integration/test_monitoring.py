@@ -1,7 +1,7 @@
 """Monitoring: the scrape config passes promtool, the dashboard file is current and importable, and
 every PromQL expression of every panel returns data from a real server through a real Prometheus.
 
-Prometheus comes from Debian's ``prometheus`` package (``.ci/run`` installs it). Without it these
+Prometheus comes from Debian's ``prometheus`` package (``make test`` installs it). Without it these
 tests fail, naming the package; ``RELSERVE_ALLOW_SKIP_PROMETHEUS=1`` turns that into a skip for
 machines where it cannot be installed.
 """
@@ -40,7 +40,7 @@ def prometheus_tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
         message = (f"{name} not found: install Debian's prometheus package (apt-get install prometheus; "
-                   f".ci/run does), or set {ALLOW_SKIP}=1 to skip the monitoring tests on this machine")
+                   f"make test does), or set {ALLOW_SKIP}=1 to skip the monitoring tests on this machine")
         if os.environ.get(ALLOW_SKIP) == "1":
             pytest.skip(message)
         pytest.fail(message)

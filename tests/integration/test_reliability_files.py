@@ -27,6 +27,7 @@ import safetensors.torch
 import torch
 
 from models.bundle import CACHE_DIR, CONFIG_FILE, SNAPSHOT_DIR, WEIGHTS_FILE
+from models.compile_cache import seal, unseal
 from models.schema import ARTICLE, CUSTOMER
 from models.snapshot_files import META_FILE
 from serve.bundles import ArtifactsError, check_bundles, find_bundles
@@ -156,7 +157,7 @@ def cache_artifact(bundle_dir: Path) -> Path:
 
 
 def read_artifact(path: Path) -> tuple[dict, bytes]:
-    line, _, payload = path.read_bytes().partition(b"\n")
+    line, _, payload = unseal(path.read_bytes()).partition(b"\n")
     return json.loads(line), payload
 
 
@@ -170,7 +171,7 @@ def make_foreign(path: Path) -> None:
     header, payload = read_artifact(path)
     header["key"]["torch"] = "1.13.1+cu117"  # as if built by another torch, for another device
     header["key"]["device"] = "cuda"
-    path.write_bytes(json.dumps(header).encode() + b"\n" + payload)
+    path.write_bytes(seal(json.dumps(header).encode() + b"\n" + payload))  # sealed, so only the key is off
 
 
 def test_a_corrupt_or_foreign_compile_cache_is_a_miss_and_the_server_still_starts(server, artifacts, snapshot,
@@ -194,7 +195,7 @@ def test_a_corrupt_or_foreign_compile_cache_is_a_miss_and_the_server_still_start
         assert re.search(rf'relserve_compile_cache_total{{result="miss",task="{task}"}} 1\.0', metrics) or \
             re.search(rf'relserve_compile_cache_total{{task="{task}",result="miss"}} 1\.0', metrics), metrics
     log = started.log()
-    assert f"compile cache miss: {corrupt} is corrupt" in log, log[-3000:]
+    assert f"compile cache miss: {corrupt} does not match the sha256 recorded" in log, log[-3000:]
     assert f"compile cache miss: {foreign} was built for" in log, log[-3000:]
     # Compiled from scratch, then saved afresh over the bad ones.
     assert is_intact(corrupt) and read_artifact(foreign)[0]["key"]["torch"] == torch.__version__

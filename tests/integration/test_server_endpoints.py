@@ -8,7 +8,7 @@ import pytest
 import requests
 
 from models.schema import ARTICLE, CUSTOMER
-from serve.schemas import ChurnResponse, PurchaseResponse, SalesResponse
+from serve.schemas import RESPONSES
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -24,8 +24,7 @@ def article(snapshot, i: int = 0) -> str:
     return snapshot.ids[ARTICLE][i].decode()
 
 
-@pytest.mark.parametrize("task, model", [("churn", ChurnResponse), ("sales", SalesResponse),
-                                         ("purchase", PurchaseResponse)])
+@pytest.mark.parametrize("task, model", list(RESPONSES.items()))
 def test_answers_are_json_of_the_documented_response_model(post, snapshot, task, model):
     """The worker encodes answers itself (serve.encode): they must still be the OpenAPI shapes."""
     body = {"article_id": article(snapshot, 2)} if task == "sales" else {"customer_id": customer(snapshot, 2)}

@@ -1,7 +1,9 @@
 """Start-up refusals, worker restart and SIGTERM drain of a real server process.
 
-Uses its own small server (churn only, eager, a 1 s batch window so a request stays in flight
+Uses its own small server (churn only, eager, a 3 s batch window so a request stays in flight
 long enough to be caught by SIGTERM); the restart test runs before the drain test, which ends it.
+Waits are on the events themselves (a gauge, a status code, the process group emptying), each
+with a generous deadline, never a fixed sleep.
 """
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ import requests
 from models.bundle import WEIGHTS_FILE
 from models.schema import CUSTOMER
 from serve.process import ServerProcess, http_status
+from tests.integration.waits import metric, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
+WINDOW_S = 3.0
 
 
 @pytest.fixture(scope="module")
 def small_server(artifacts: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with ServerProcess(artifacts, "--tasks", "churn", "--compile", "none", "--batch-timeout", "1.0",
+    with ServerProcess(artifacts, "--tasks", "churn", "--compile", "none", "--batch-timeout", str(WINDOW_S),
                        "--max-batch-size", "4", "--drain-timeout", "20",
                        log_path=tmp_path_factory.mktemp("lifecycle") / "serve.log") as process:
         process.wait_ready(timeout=300)
@@ -78,17 +82,19 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(small_server, snapshot):
 
     def first() -> None:
         answers["first"] = churn(small_server, customer_id).status_code
+        answers["answered_at"] = time.monotonic()
 
-    in_flight = threading.Thread(target=first)
-    in_flight.start()
-    time.sleep(0.3)  # inside the 1 s batch window: admitted, not answered
+    held = threading.Thread(target=first)
+    held.start()
+    # Admitted and held by the batch window (3 s: far longer than one scrape of /metrics).
+    wait_for(lambda: metric(small_server, "relserve_inflight_requests", task="churn") == 1, "admission")
     small_server.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.2)
+    signalled_at = time.monotonic()
+    wait_for(lambda: http_status(small_server.url + "/health") in (503, None), "draining /health")
     late = churn(small_server, customer_id)
     assert late.status_code == 503 and late.json()["detail"] == "shutting down"
-    assert http_status(small_server.url + "/health") in (503, None)
-    in_flight.join(30)
-    assert answers == {"first": 200}
+    held.join(60)
+    assert answers["first"] == 200 and answers["answered_at"] > signalled_at  # drained, not answered before
     assert small_server.proc.wait(60) == 0
-    time.sleep(0.5)
-    assert len(before) >= 4 and small_server.group_pids() == []
+    wait_for(lambda: small_server.group_pids() == [], "empty process group")
+    assert len(before) >= 4

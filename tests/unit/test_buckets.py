@@ -9,8 +9,7 @@ import torch
 
 from models.buckets import Bucket, BucketLadder, empty_inputs, pad_inputs, pad_rows
 from models.features import gather_inputs
-from models.sampler import SamplerConfig, TemporalSampler
-from training.bench.random_batches import random_batch, random_tables, tree_max_sizes
+from training.bench.random_batches import random_batch, random_tables, tree_ladder, tree_max_sizes
 
 TABLES = random_tables(300, 80)
 MAX_SIZES = tree_max_sizes((12, 8))
@@ -18,14 +17,7 @@ MAX_SIZES = tree_max_sizes((12, 8))
 
 @pytest.fixture(scope="module")
 def ladder() -> BucketLadder:
-    return BucketLadder.geometric(MAX_SIZES, "customer", 32, factor=2.0)
-
-
-def test_random_trees_have_the_samplers_worst_case() -> None:
-    sampler = TemporalSampler(None, SamplerConfig((12, 8)))  # max_sizes reads only the fanouts
-    for seed_type in ("customer", "article"):
-        for n in (1, 7, 32):
-            assert MAX_SIZES(seed_type, n) == sampler.max_sizes(seed_type, n)
+    return tree_ladder("customer", 32, factor=2.0)
 
 
 def test_ladder_is_monotone_from_batch_one_to_the_max(ladder: BucketLadder) -> None:

@@ -15,10 +15,12 @@ from models.bundle import (
     WEIGHTS_FILE,
     BundleConfig,
     BundleError,
+    compile_cache_dirs,
     compile_cache_path,
     load_bundle,
     read_config,
     save_bundle,
+    user_cache_dir,
 )
 from models.config import ModelConfig
 from models.features import table_specs
@@ -144,7 +146,22 @@ def test_a_flipped_byte_in_the_weights_is_refused(saved, snapshot, tmp_path) -> 
 def test_compile_cache_path_changes_with_strategy_and_ladder(saved, snapshot) -> None:
     config = read_config(saved[0])
     path = compile_cache_path(saved[0], "cpu", "buckets", None, config.ladders)
-    assert path.parent == saved[0] / "compile_cache" and path.name.startswith("cpu-buckets-")
+    assert path.parent == saved[0] and path.name.startswith("cpu-buckets-")
     assert path == compile_cache_path(saved[0], "cpu", "buckets", None, config.ladders)
     assert path != compile_cache_path(saved[0], "cpu", "dynamic", None, config.ladders)
     assert path != compile_cache_path(saved[0], "cpu", "buckets", None, {})
+
+
+def test_the_compile_cache_lives_beside_a_writable_bundle_or_in_the_given_directory(saved, tmp_path) -> None:
+    bundle, config = saved[0], read_config(saved[0])
+    assert compile_cache_dirs(bundle, config) == ([bundle / "compile_cache"], bundle / "compile_cache")
+    reads, write = compile_cache_dirs(bundle, config, tmp_path / "cache")
+    assert write == tmp_path / "cache" / f"{config.task}-{config.weights_sha256[:16]}"
+    assert reads == [write, bundle / "compile_cache"]  # a read-only bundle may still ship one
+
+
+def test_the_per_user_compile_cache_follows_xdg_cache_home(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert user_cache_dir() == tmp_path / "relserve"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert user_cache_dir() == Path.home() / ".cache" / "relserve"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -19,12 +20,12 @@ import torch
 
 from models.buckets import BucketLadder
 from models.compile import CompileConfig, Predictor, compile_function, compiled_graph_count
-from models.compile_cache import CompileCacheRecorder, load_compile_cache
+from models.compile_cache import CompileCacheRecorder, load_compile_cache, seal, unseal
 from models.config import ModelConfig
 from models.features import gather_inputs, table_specs
 from models.model import TaskModel
 from models.train_step import TrainStep, tensor_lr_adam
-from training.bench.random_batches import random_batch, random_tables, random_targets, tree_max_sizes
+from training.bench.random_batches import random_batch, random_tables, random_targets, tree_ladder
 
 pytestmark = pytest.mark.slow
 TABLES = random_tables(300, 80)
@@ -45,7 +46,7 @@ def _batches(seed_type: str, sizes: list[int], seed: int = 0) -> list:
 
 
 def _ladder(seed_type: str = "customer", max_seeds: int = 8) -> BucketLadder:
-    return BucketLadder.geometric(tree_max_sizes(), seed_type, max_seeds, factor=4.0)
+    return tree_ladder(seed_type, max_seeds, factor=4.0)
 
 
 def test_inductor_outputs_match_eager() -> None:
@@ -158,21 +159,35 @@ def test_artifact_warms_a_fresh_process(artifact: Path, tmp_path: Path) -> None:
     assert summary.split() == ["True", "1", "0"], "warm start must hit the graph cache and link no library"
 
 
+def test_a_tampered_artifact_is_a_miss_with_a_warning(artifact: Path, tmp_path: Path,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    raw = artifact.read_bytes()
+    tampered = tmp_path / "tampered.bin"
+    tampered.write_bytes(raw[:-1] + bytes([raw[-1] ^ 0x01]))
+    with caplog.at_level(logging.WARNING, logger="models.compile_cache"):
+        assert load_compile_cache(tampered, "cpu") is False
+    assert f"{tampered} does not match the sha256 recorded when it was written" in caplog.text
+
+
 def test_stale_corrupt_or_foreign_artifacts_are_misses(artifact: Path, tmp_path: Path) -> None:
     assert load_compile_cache(artifact, "cpu")
     raw = artifact.read_bytes()
-    header, _, payload = raw.partition(b"\n")
+    body = unseal(raw)
+    header, _, payload = body.partition(b"\n")
     meta = json.loads(header)
     cases = {
         "missing": None,
         "garbage": b"not an artifact at all",
+        "unsealed": body,
         "truncated": raw[: len(raw) // 2],
-        "flipped": header + b"\n" + bytes([payload[0] ^ 0xFF]) + payload[1:],
-        "stale": json.dumps({**meta, "key": {**meta["key"], "torch": "1.0.0"}}).encode() + b"\n" + payload,
+        # A changed byte fails the seal; re-sealed, it still fails its part's own digest.
+        "flipped": raw[:-1] + bytes([raw[-1] ^ 0xFF]),
+        "flipped-resealed": seal(header + b"\n" + bytes([payload[0] ^ 0xFF]) + payload[1:]),
+        "stale": seal(json.dumps({**meta, "key": {**meta["key"], "torch": "1"}}).encode() + b"\n" + payload),
     }
     escape = copy.deepcopy(meta)
     escape["parts"][-1][0] = "kernel:../../escaped.so"
-    cases["escaping"] = json.dumps(escape).encode() + b"\n" + payload
+    cases["escaping"] = seal(json.dumps(escape).encode() + b"\n" + payload)
     for name, content in cases.items():
         path = tmp_path / f"{name}.bin"
         if content is not None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models.buckets import BucketLadder, pad_inputs, pad_rows
+from models.buckets import pad_inputs, pad_rows
 from models.config import ModelConfig
 from models.features import gather_inputs, table_specs
 from models.heads import PurchaseHead
 from models.model import TaskModel
-from training.bench.random_batches import RandomTables, random_batch, random_tables, tree_max_sizes
+from training.bench.random_batches import RandomTables, random_batch, random_tables, tree_ladder
 
 TABLES = random_tables(300, 80)
 SPECS = table_specs(TABLES)
@@ -26,7 +26,7 @@ def _model(task: str, **config: object) -> TaskModel:
 @pytest.mark.parametrize(("task", "seed_type"), CASES)
 def test_padded_forward_matches_unpadded(task: str, seed_type: str) -> None:
     model = _model(task)
-    ladder = BucketLadder.geometric(tree_max_sizes(), seed_type, 16)
+    ladder = tree_ladder(seed_type, 16)
     gen = torch.Generator().manual_seed(1)
     for num_seeds, fill in [(1, 0.3), (5, 0.9), (16, 0.5), (3, 0.0)]:
         inputs = gather_inputs(TABLES, random_batch(TABLES, seed_type, num_seeds, fill=fill, generator=gen))

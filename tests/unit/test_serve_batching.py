@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from queue import Queue
 
@@ -45,11 +44,30 @@ def request(uid: str, age_s: float = 0.0) -> tuple:
     return (0, uid, time.monotonic() - age_s, {"x": uid})
 
 
-def test_an_idle_queue_returns_an_empty_batch_after_the_wakeup():
+class RecordingQueue(Queue):
+    """A queue that records how it is read and lets ``late`` arrive once the first item is taken."""
+
+    def __init__(self, late: tuple | None = None) -> None:
+        super().__init__()
+        self.calls: list[tuple[bool, float | None]] = []
+        self.late = late
+        self.taken = 0
+
+    def get(self, block: bool = True, timeout: float | None = None):
+        self.calls.append((block, timeout))
+        if self.late is not None and self.taken:
+            super().put(self.late)
+            self.late = None
+        item = super().get(block, timeout)
+        self.taken += 1
+        return item
+
+
+def test_an_idle_queue_is_waited_on_in_one_blocking_get_then_gives_an_empty_batch():
     api, loop = make_loop()
-    started = time.monotonic()
-    assert loop.get_batch_requests(api, Queue(), RecordingTransport()) == ([], [])
-    assert 0.04 < time.monotonic() - started < 1.0
+    queue = RecordingQueue()
+    assert loop.get_batch_requests(api, queue, RecordingTransport()) == ([], [])
+    assert queue.calls == [(True, loop.idle_wakeup_s)]  # blocked until the wake-up, never spun
 
 
 def test_queued_requests_form_batches_in_order_up_to_the_max():
@@ -74,18 +92,19 @@ def test_answers_still_go_out_and_start_messages_do_not():
 
 
 def test_a_batch_window_collects_requests_arriving_after_the_first():
-    api, loop = make_loop(max_batch_size=8, batch_timeout=0.3)
-    queue = Queue()
+    # "late" arrives only once the loop has taken "early"; the batch closes when full (2), and the
+    # window is long enough that no stall of a loaded machine can close it first.
+    api, loop = make_loop(max_batch_size=2, batch_timeout=10.0)
+    queue = RecordingQueue(late=request("late"))
     queue.put(request("early"))
-    threading.Timer(0.05, queue.put, args=(request("late"),)).start()
     batch, _ = loop.get_batch_requests(api, queue, RecordingTransport())
     assert [uid for _, uid, _ in batch] == ["early", "late"]
 
 
 def test_requests_past_the_queue_timeout_are_reported_not_batched():
-    api, loop = make_loop(request_timeout=1.0)
+    api, loop = make_loop(request_timeout=60.0)
     queue = Queue()
-    queue.put(request("stale", age_s=5.0))
+    queue.put(request("stale", age_s=600.0))
     queue.put(request("fresh"))
     batch, timed_out = loop.get_batch_requests(api, queue, RecordingTransport())
     assert [uid for _, uid, _ in batch] == ["fresh"] and timed_out == [(0, "stale")]

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.bundle import TASK_NAMES
 from serve.__main__ import prepare_metrics_dir
 from serve.bundles import ArtifactsError, find_bundles
-from serve.config import TASKS, ServeConfig, parse_args
+from serve.config import ServeConfig, parse_args
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -103,10 +102,6 @@ def test_metrics_dir_is_created_or_emptied(tmp_path, monkeypatch):
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(given))
     assert prepare_metrics_dir() == (given, False)
     assert not any(given.iterdir())
-
-
-def test_cli_tasks_are_the_bundle_tasks():
-    assert TASKS == TASK_NAMES
 
 
 def test_config_rejects_unknown_host():

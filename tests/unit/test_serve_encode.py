@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from serve.encode import json_response
-from serve.schemas import PurchaseResponse
+from serve.schemas import RESPONSES
 
 
 def test_an_answer_is_compact_json_of_its_response_model():
@@ -13,7 +13,7 @@ def test_an_answer_is_compact_json_of_its_response_model():
     response = json_response(answer)
     assert response.status_code == 200 and response.media_type == "application/json"
     assert json.loads(response.body) == answer
-    PurchaseResponse.model_validate_json(response.body, strict=True)
+    RESPONSES["purchase"].model_validate_json(response.body, strict=True)
 
 
 def test_a_non_finite_value_is_a_500_naming_the_problem():

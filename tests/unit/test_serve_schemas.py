@@ -10,7 +10,9 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
 from serve.errors import describe_error, validation_error_handler
-from serve.schemas import MAX_K, ArticleRequest, CustomerRequest, PurchaseRequest
+from serve.schemas import MAX_K, REQUESTS
+
+CustomerRequest, ArticleRequest, PurchaseRequest = REQUESTS["churn"], REQUESTS["sales"], REQUESTS["purchase"]
 
 CUSTOMER = "0" * 63 + "a"
 HEX64 = "64 lowercase hex characters"

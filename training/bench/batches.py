@@ -9,11 +9,10 @@ from pathlib import Path
 import torch
 
 from models.features import ModelInputs, TableSpec, gather_inputs, table_specs
-from models.schema import ARTICLE, CUSTOMER, EdgeType
+from models.schema import NEIGHBOUR_TYPE, EdgeType
 from training.bench.random_batches import random_batches, random_tables, tree_max_sizes
 
 FANOUTS = (12, 8)
-_OTHER = {CUSTOMER: ARTICLE, ARTICLE: CUSTOMER}
 
 
 @dataclass
@@ -56,7 +55,7 @@ class BatchSource:
         snapshot = GraphSnapshot.open(directory)
         samplers = {train: TemporalSampler(snapshot, SamplerConfig(FANOUTS, "uniform" if train else "last"))
                     for train in (True, False)}
-        rowptr = snapshot.adjacency[(seed_type, _OTHER[seed_type])].rowptr
+        rowptr = snapshot.adjacency[(seed_type, NEIGHBOUR_TYPE[seed_type])].rowptr
 
         def sample(sizes: list[int], seed: int, train: bool) -> list[ModelInputs]:
             gen = torch.Generator().manual_seed(seed)

@@ -23,12 +23,13 @@ from models.buckets import BucketLadder
 from models.compile import STRATEGIES, CompileConfig, Predictor, compiled_graph_count
 from models.features import ModelInputs
 from models.model import TaskModel
+from models.registry import TASKS
 from models.train_step import TrainStep, tensor_lr_adam
 from training.bench.batches import BatchSource
 from training.bench.random_batches import random_targets
 from training.bench.start import measure_start
 
-SEED_TYPE = {"churn": "customer", "sales": "article"}
+SEED_TYPE = {name: spec.entity_type for name, spec in TASKS.items() if not spec.ranks}  # one-number heads
 
 
 def interleaved(calls: dict[str, Callable[..., object]], items: list[tuple], rounds: int,
@@ -95,7 +96,7 @@ def bench_inference(base: TaskModel, batches: list[ModelInputs], ladder: BucketL
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, help="snapshot directory (default: random trees)")
-    parser.add_argument("--task", choices=sorted(SEED_TYPE), default="churn")
+    parser.add_argument("--task", choices=sorted(SEED_TYPE), default=next(iter(SEED_TYPE)))
     parser.add_argument("--train-seeds", type=int, default=512, help="seeds per training batch")
     parser.add_argument("--infer-seeds", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32],
                         help="seeds per inference batch, cycled")

@@ -9,7 +9,6 @@ by numpy-made tables of the real size (31.8M purchases); ``--open-only`` reuses 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import TypeVar
 
 import torch
 
+from models.cli import OneLineErrors
 from models.sampler import SamplerConfig, TemporalSampler
 from models.schema import NODE_TYPES
 from models.snapshot import GraphSnapshot
@@ -121,13 +121,8 @@ def run(config: BenchConfig) -> None:
     sampler_throughput(snapshot, config)
 
 
-class _OneLineErrors(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def parse_args(argv: list[str] | None) -> BenchConfig:
-    parser = _OneLineErrors(prog="python -m training.bench.data", description=__doc__.splitlines()[0])
+    parser = OneLineErrors(prog="python -m training.bench.data", description=__doc__.splitlines()[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", type=Path, help="directory with the three H&M CSV files")
     source.add_argument("--synthetic", action="store_true", help="numpy-made full-size tables instead")

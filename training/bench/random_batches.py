@@ -6,24 +6,26 @@ node type, edges ``(child, parent)`` per edge type, node times strictly before t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from models.buckets import BucketLadder, MaxSizes
+from models.registry import BINARY, TASKS
+from models.sampler import max_tree_sizes
 from models.schema import (
     ARTICLE,
     ARTICLE_CATEGORICAL,
     CUSTOMER,
     CUSTOMER_CATEGORICAL,
     EDGE_TYPES,
-    EdgeType,
+    INCOMING,
+    NEIGHBOUR_TYPE,
 )
 from models.subgraph import SubgraphBatch
-
-_OTHER = {CUSTOMER: ARTICLE, ARTICLE: CUSTOMER}
-_EDGE = {(src, dst): (src, rel, dst) for src, rel, dst in EDGE_TYPES}
 
 
 @dataclass
@@ -85,7 +87,7 @@ def random_batch(tables: RandomTables, seed_type: str, num_seeds: int, fanouts: 
     count[seed_type] = num_seeds
     parent_type, parent_tree, parent_local = seed_type, torch.arange(num_seeds), torch.arange(num_seeds)
     for fanout in fanouts:
-        child_type = _OTHER[parent_type]
+        child_type = NEIGHBOUR_TYPE[parent_type]
         num_children = torch.binomial(torch.full((parent_tree.numel(),), float(fanout)),
                                       torch.full((parent_tree.numel(),), fill), generator=gen).long()
         parent = torch.repeat_interleave(torch.arange(parent_tree.numel()), num_children)
@@ -95,7 +97,7 @@ def random_batch(tables: RandomTables, seed_type: str, num_seeds: int, fanouts: 
         child_local = torch.arange(count[child_type], count[child_type] + parent.numel())
         for part, value in zip(parts[child_type], (child_ids, child_time, child_tree), strict=True):
             part.append(value)
-        edges[_EDGE[(child_type, parent_type)]].append(torch.stack([child_local, parent_local[parent]]))
+        edges[INCOMING[parent_type]].append(torch.stack([child_local, parent_local[parent]]))
         count[child_type] += parent.numel()
         parent_type, parent_tree, parent_local = child_type, child_tree, child_local
 
@@ -114,22 +116,15 @@ def random_batch(tables: RandomTables, seed_type: str, num_seeds: int, fanouts: 
     )
 
 
-def tree_max_sizes(
-    fanouts: tuple[int, ...] = (12, 8),
-) -> Callable[[str, int], tuple[dict[str, int], dict[EdgeType, int]]]:
-    """Worst case of :func:`random_batch` (every fanout full), shaped like ``TemporalSampler.max_sizes``."""
+def tree_max_sizes(fanouts: tuple[int, ...] = (12, 8)) -> MaxSizes:
+    """Worst case of :func:`random_batch` (every fanout full): the sampler's own worst case."""
+    return functools.partial(max_tree_sizes, fanouts)
 
-    def max_sizes(seed_type: str, num_seeds: int) -> tuple[dict[str, int], dict[EdgeType, int]]:
-        nodes, edges = {t: 0 for t in _OTHER}, {e: 0 for e in EDGE_TYPES}
-        nodes[seed_type], width, parent = num_seeds, num_seeds, seed_type
-        for fanout in fanouts:
-            child, width = _OTHER[parent], width * fanout
-            nodes[child] += width
-            edges[_EDGE[(child, parent)]] += width
-            parent = child
-        return nodes, edges
 
-    return max_sizes
+def tree_ladder(seed_type: str, max_seeds: int, factor: float = 2.0,
+                fanouts: tuple[int, ...] = (12, 8)) -> BucketLadder:
+    """The geometric bucket ladder over :func:`tree_max_sizes` (benchmarks and tests on random trees)."""
+    return BucketLadder.geometric(tree_max_sizes(fanouts), seed_type, max_seeds, factor)
 
 
 def random_batches(tables: RandomTables, seed_type: str, batch_sizes: list[int],
@@ -142,8 +137,8 @@ def random_batches(tables: RandomTables, seed_type: str, batch_sizes: list[int],
 
 
 def random_targets(task: str, num_seeds: int, seed: int = 0) -> Tensor:
-    """``(B,)`` float32 labels of the right kind: churn 0/1, sales >= 0 (purchase has none)."""
+    """``(B,)`` float32 labels of the right kind: 0/1 for a binary task, else >= 0 (ranking has none)."""
     gen = torch.Generator().manual_seed(seed)
-    if task == "churn":
+    if TASKS[task].task_type == BINARY:
         return (torch.rand(num_seeds, generator=gen) < 0.3).float()
     return torch.rand(num_seeds, generator=gen).pow(3) * 2.0

@@ -20,18 +20,19 @@ from pathlib import Path
 def _child(phase: str, task: str, max_seeds: int, factor: float, artifact: Path) -> dict[str, float]:
     import torch
 
-    from models.buckets import BucketLadder, empty_inputs
+    from models.buckets import empty_inputs
     from models.compile import CompileConfig, Predictor
     from models.compile_cache import CompileCacheRecorder, load_compile_cache
     from models.features import table_specs
     from models.model import TaskModel
-    from training.bench.random_batches import random_tables, tree_max_sizes
+    from models.registry import TASKS
+    from training.bench.random_batches import random_tables, tree_ladder
 
-    seed_type = {"churn": "customer", "sales": "article"}[task]
+    seed_type = TASKS[task].entity_type
     tables = random_tables(200, 50)
     torch.manual_seed(0)
     model = TaskModel(task, table_specs(tables))
-    ladder = BucketLadder.geometric(tree_max_sizes(), seed_type, max_seeds, factor)
+    ladder = tree_ladder(seed_type, max_seeds, factor)
     columns = {t: (v.shape[1], tables.numeric[t].shape[1]) for t, v in tables.categorical.items()}
     start = time.perf_counter()
     recorder = CompileCacheRecorder()

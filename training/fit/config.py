@@ -9,8 +9,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.cli import OneLineErrors
 from models.compile import STRATEGIES
 from models.config import ModelConfig
+from models.registry import TASKS as TASK_SPECS
 from training.tasks.definitions import TASKS
 
 ALL_TASKS = "all"
@@ -46,12 +48,8 @@ class TaskRecipe:
                            num_layers=len(self.fanouts), aggregation=self.aggregation)
 
 
-RECIPES: dict[str, TaskRecipe] = {
-    "churn": TaskRecipe(),
-    # Hot articles sell dozens a week: a wide first hop sees them all, summed rather than averaged.
-    "sales": TaskRecipe(fanouts=(48, 4), aggregation="sum", epochs=6, max_train_cutoffs=24, lr=0.001),
-    "purchase": TaskRecipe(),
-}
+RECIPES: dict[str, TaskRecipe] = {task: TaskRecipe(**spec.recipe) for task, spec in TASK_SPECS.items()}
+"""Per task, the defaults with its registry entry's ``recipe`` overrides."""
 
 
 @dataclass
@@ -134,14 +132,9 @@ class FitConfig:
         return dataclasses.replace(RECIPES[task], **overrides)
 
 
-class _OneLineErrors(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _build_parser() -> argparse.ArgumentParser:
     d = FitConfig(Path(), Path(), tuple(TASKS))
-    p = _OneLineErrors(prog="python -m training.fit",
+    p = OneLineErrors(prog="python -m training.fit",
                        description="Train the relational GNN of each task, evaluate it against the baselines "
                                    "and write one checkpoint bundle per task.")
     p.add_argument("--data", type=Path, required=True, help="directory with the three H&M CSV files")

@@ -11,9 +11,10 @@ import numpy as np
 import torch
 
 from models.inference import TaskInference
+from models.registry import LINK
 from models.tables import Transactions
 from training.tasks.baselines import BASELINES
-from training.tasks.definitions import LINK, TASKS
+from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns
 from training.tasks.gbdt_model import bind_columns
 from training.tasks.metrics import compute_metrics

@@ -19,7 +19,6 @@ The default size is a demo that trains in minutes on two CPU cores; ``--customer
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import os
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.cli import OneLineErrors
 from models.schema import ARTICLES_CSV, CUSTOMERS_CSV, TRANSACTIONS_CSV, day_number, day_to_date
 from training.synth.catalog import make_catalog
 from training.synth.customers import Behaviour, make_customers, make_shoppers, make_tastes
@@ -142,14 +142,9 @@ def generate(config: SynthConfig, out_dir: str | Path) -> SynthSummary:
     )
 
 
-class _OneLineErrors(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _parse_args(argv: list[str] | None) -> tuple[SynthConfig, Path]:
     defaults = SynthConfig()
-    parser = _OneLineErrors(prog="python -m training.synth", description=__doc__.split("\n")[0])
+    parser = OneLineErrors(prog="python -m training.synth", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="output directory (created if missing)")
     parser.add_argument("--customers", type=int, default=defaults.customers)
     parser.add_argument("--articles", type=int, default=defaults.articles)

@@ -15,9 +15,12 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from models.registry import TASKS as TASK_SPECS
 from models.tables import Transactions
 from training.tasks.day_windows import day_slice, sort_by_day
-from training.tasks.gbdt_model import lightgbm_churn, lightgbm_purchase, lightgbm_sales
+
+# Named by the registry's entries (looked up by name below).
+from training.tasks.gbdt_model import lightgbm_churn, lightgbm_purchase, lightgbm_sales  # noqa: F401
 from training.tasks.table import TaskTable
 
 Baseline = Callable[[Transactions, TaskTable], np.ndarray]
@@ -180,7 +183,6 @@ def purchase_repeat(tx: Transactions, table: TaskTable, k: int = 12) -> np.ndarr
 
 
 BASELINES: dict[str, dict[str, Baseline]] = {
-    "churn": {"recency_frequency": churn_recency_frequency, "lightgbm": lightgbm_churn},
-    "sales": {"last_week": sales_last_week, "lightgbm": lightgbm_sales},
-    "purchase": {"popular": purchase_popular, "repeat": purchase_repeat, "lightgbm": lightgbm_purchase},
-}
+    task: {name: globals()[function] for name, function in spec.baselines.items()}
+    for task, spec in TASK_SPECS.items()}
+"""Per task, its baselines by name: the functions of this module its registry entry names."""

@@ -1,51 +1,48 @@
 """The three rel-hm tasks (RelBench definitions): seeds, labels and train/val/test cutoffs.
 
-Each task is a small declarative class (entity type, window, metrics) whose labels are built
-in one vectorised function, :meth:`Task.make_table`. Conventions for a cutoff day ``t``:
+Each task's facts (entity type, window, metrics) are its :mod:`models.registry` entry; its labels
+are built by one vectorised function here, named by the entry. Conventions for a cutoff day ``t``:
 seeds get ``seed_time = t + 1`` (the model sees ``day <= t``) and labels cover days
 ``t + 1 .. t + 7``, i.e. RelBench's window ``(t, t + 7d]``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
+from models.registry import LINK, TaskSpec
+from models.registry import TASKS as REGISTRY
 from models.schema import ARTICLE, CUSTOMER
 from models.tables import Transactions
 from training.tasks.cutoffs import split_cutoffs
 from training.tasks.day_windows import day_slice, seen_mask, sort_by_day
 from training.tasks.table import TaskTable
 
-BINARY = "binary_classification"
-REGRESSION = "regression"
-LINK = "link_prediction"
+LabelFunction = Callable[[Transactions, Mapping[str, int], int, int], tuple]
 
 
 class Task:
-    """A predictive task over the H&M transactions.
+    """A predictive task over the H&M transactions: a :class:`models.registry.TaskSpec` and its labels.
 
-    Class attributes:
-        name: registry key (``churn``, ``sales``, ``purchase``).
-        task_type: :data:`BINARY`, :data:`REGRESSION` or :data:`LINK`.
-        entity_type: node type of the seeds (``customer`` or ``article``).
-        window_days: length of the label window after the cutoff.
-        metrics: metric names as returned by :func:`training.metrics.compute_metrics`.
-        primary_metric: the metric used for model selection, one of ``metrics``.
-        higher_is_better: direction of ``primary_metric``.
-        k: length of the ranked list scored by link-prediction metrics.
+    Every field of the spec reads as an attribute (``task.name``, ``task.entity_type``,
+    ``task.metrics``, ``task.primary_metric``, ``task.higher_is_better``, ``task.window_days``,
+    ``task.k``, ...). ``labels`` is the spec's label function: ``(day-sorted transactions,
+    num_nodes, cutoff, window_days) -> (entity, label)`` or ``(entity, (ptr, items))`` for
+    link prediction.
     """
 
-    name: ClassVar[str]
-    task_type: ClassVar[str]
-    entity_type: ClassVar[str]
-    window_days: ClassVar[int] = 7
-    metrics: ClassVar[tuple[str, ...]]
-    primary_metric: ClassVar[str]
-    higher_is_better: ClassVar[bool]
-    k: ClassVar[int] = 12
+    def __init__(self, spec: TaskSpec, labels: LabelFunction) -> None:
+        self.spec = spec
+        self._labels = labels
+
+    def __getattr__(self, name: str) -> Any:
+        spec = self.__dict__.get("spec")  # absent while unpickling
+        if spec is None:
+            raise AttributeError(name)
+        return getattr(spec, name)
 
     def make_table(self, tx: Transactions, num_nodes: Mapping[str, int], cutoff: int) -> TaskTable:
         """Seeds and labels for one cutoff day.
@@ -56,16 +53,12 @@ class Task:
             cutoff: the cutoff day ``t``; the table's ``seed_time`` is ``t + 1``.
         """
         tx = sort_by_day(tx)
-        entity, truth = self._label(tx, num_nodes, cutoff)
+        entity, truth = self._labels(tx, num_nodes, cutoff, self.window_days)
         seed_time = np.full(len(entity), cutoff + 1, dtype=np.int64)
         if self.task_type == LINK:
             ptr, items = truth
             return TaskTable(entity, seed_time, cutoff, target_ptr=ptr, target_items=items)
         return TaskTable(entity, seed_time, cutoff, label=truth)
-
-    def _label(self, tx: Transactions, num_nodes: Mapping[str, int], cutoff: int) -> tuple:
-        """``(entity, label)`` or ``(entity, (ptr, items))`` from day-sorted transactions."""
-        raise NotImplementedError
 
     def splits(
         self,
@@ -94,66 +87,41 @@ class Task:
         )
         return {split: [self.make_table(tx, num_nodes, t) for t in days] for split, days in cutoffs.items()}
 
-    def _label_window(self, tx: Transactions, cutoff: int) -> slice:
-        """Rows of the label window ``(t, t + window]``."""
-        return day_slice(tx, cutoff + 1, cutoff + self.window_days)
 
 
-class ChurnTask(Task):
+def _label_window(tx: Transactions, cutoff: int, window: int) -> slice:
+    """Rows of the label window ``(t, t + window]``."""
+    return day_slice(tx, cutoff + 1, cutoff + window)
+
+
+def churn_labels(tx: Transactions, num_nodes: Mapping[str, int], cutoff: int, window: int) -> tuple:
     """Customers active in ``(t - 7d, t]``; label 1 if they buy nothing in ``(t, t + 7d]``."""
-
-    name = "churn"
-    task_type = BINARY
-    entity_type = CUSTOMER
-    metrics = ("auroc", "average_precision")
-    primary_metric = "auroc"
-    higher_is_better = True
-
-    def _label(self, tx: Transactions, num_nodes: Mapping[str, int], cutoff: int) -> tuple:
-        n = num_nodes[CUSTOMER]
-        recent = day_slice(tx, cutoff - self.window_days + 1, cutoff)
-        entity = np.flatnonzero(seen_mask(tx.customer[recent], n)).astype(np.int64)
-        buys_next = seen_mask(tx.customer[self._label_window(tx, cutoff)], n)
-        return entity, (~buys_next[entity]).astype(np.float32)
+    n = num_nodes[CUSTOMER]
+    recent = day_slice(tx, cutoff - window + 1, cutoff)
+    entity = np.flatnonzero(seen_mask(tx.customer[recent], n)).astype(np.int64)
+    buys_next = seen_mask(tx.customer[_label_window(tx, cutoff, window)], n)
+    return entity, (~buys_next[entity]).astype(np.float32)
 
 
-class SalesTask(Task):
+def sales_labels(tx: Transactions, num_nodes: Mapping[str, int], cutoff: int, window: int) -> tuple:
     """Every article (sold or not); target = sum of price over ``(t, t + 7d]``."""
-
-    name = "sales"
-    task_type = REGRESSION
-    entity_type = ARTICLE
-    metrics = ("mae", "rmse")
-    primary_metric = "mae"
-    higher_is_better = False
-
-    def _label(self, tx: Transactions, num_nodes: Mapping[str, int], cutoff: int) -> tuple:
-        n = num_nodes[ARTICLE]
-        window = self._label_window(tx, cutoff)
-        sales = np.bincount(tx.article[window], weights=tx.price[window], minlength=n)
-        return np.arange(n, dtype=np.int64), sales.astype(np.float32)
+    n = num_nodes[ARTICLE]
+    rows = _label_window(tx, cutoff, window)
+    sales = np.bincount(tx.article[rows], weights=tx.price[rows], minlength=n)
+    return np.arange(n, dtype=np.int64), sales.astype(np.float32)
 
 
-class PurchaseTask(Task):
+def purchase_labels(tx: Transactions, num_nodes: Mapping[str, int], cutoff: int, window: int) -> tuple:
     """Customers who buy in ``(t, t + 7d]``; targets = the distinct articles they buy then."""
-
-    name = "purchase"
-    task_type = LINK
-    entity_type = CUSTOMER
-    metrics = ("map@12", "precision@12", "recall@12")
-    primary_metric = "map@12"
-    higher_is_better = True
-
-    def _label(self, tx: Transactions, num_nodes: Mapping[str, int], cutoff: int) -> tuple:
-        window = self._label_window(tx, cutoff)
-        num_articles = num_nodes[ARTICLE]
-        # One int64 key per (customer, article) pair: unique() dedups and sorts by customer.
-        pairs = np.unique(tx.customer[window] * num_articles + tx.article[window])
-        customer, items = np.divmod(pairs, num_articles)
-        entity, counts = np.unique(customer, return_counts=True)
-        ptr = np.zeros(len(entity) + 1, dtype=np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        return entity.astype(np.int64), (ptr, items.astype(np.int64))
+    rows = _label_window(tx, cutoff, window)
+    num_articles = num_nodes[ARTICLE]
+    # One int64 key per (customer, article) pair: unique() dedups and sorts by customer.
+    pairs = np.unique(tx.customer[rows] * num_articles + tx.article[rows])
+    customer, items = np.divmod(pairs, num_articles)
+    entity, counts = np.unique(customer, return_counts=True)
+    ptr = np.zeros(len(entity) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return entity.astype(np.int64), (ptr, items.astype(np.int64))
 
 
-TASKS: dict[str, Task] = {task.name: task for task in (ChurnTask(), SalesTask(), PurchaseTask())}
+TASKS: dict[str, Task] = {name: Task(spec, globals()[spec.labels]) for name, spec in REGISTRY.items()}

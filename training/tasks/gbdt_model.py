@@ -16,6 +16,7 @@ from functools import partial
 import lightgbm as lgb
 import numpy as np
 
+from models.registry import BINARY, LINK, REGRESSION
 from models.schema import ARTICLE, CUSTOMER
 from models.tables import Transactions
 from training.tasks.day_windows import sort_by_day
@@ -33,9 +34,9 @@ PARAMS = {"learning_rate": 0.1, "num_leaves": 31, "max_bin": 63, "min_data_in_le
           "feature_fraction": 0.9, "lambda_l2": 1.0, "num_threads": 1, "seed": 0, "deterministic": True,
           "force_row_wise": True,
           "verbose": -1}
-OBJECTIVES = {"churn": {"objective": "binary", "metric": "auc"},
-              "sales": {"objective": "l1", "metric": "l1"},
-              "purchase": {"objective": "binary", "metric": "map", "eval_at": [12]}}
+OBJECTIVES = {BINARY: {"objective": "binary", "metric": "auc"},  # per task type of models.registry
+              REGRESSION: {"objective": "l1", "metric": "l1"},
+              LINK: {"objective": "binary", "metric": "map", "eval_at": [12]}}
 
 
 def _seed_groups(table: TaskTable) -> Iterator[tuple[int, np.ndarray]]:
@@ -60,7 +61,7 @@ def _fit_cutoffs(past: Transactions, cutoff: int,
 
 def _train(task: str, x: np.ndarray, y: np.ndarray, x_val: np.ndarray, y_val: np.ndarray,
            categorical: list[int], groups: tuple[np.ndarray, np.ndarray] | None = None) -> lgb.Booster:
-    params = PARAMS | OBJECTIVES[task]
+    params = PARAMS | OBJECTIVES[TASKS[task].task_type]
     train = lgb.Dataset(x, y, categorical_feature=categorical or "auto", free_raw_data=False,
                         group=None if groups is None else groups[0])
     valid = lgb.Dataset(x_val, y_val, reference=train, group=None if groups is None else groups[1])

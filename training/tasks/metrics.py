@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.tasks.definitions import BINARY, LINK, REGRESSION, Task
+from models.registry import BINARY, LINK, REGRESSION
+from training.tasks.definitions import Task
 from training.tasks.table import TaskTable
 
 

@@ -1,0 +1,37 @@
+"""Waiting on events of a real server (a metric value, a status code), never on the clock alone."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import requests
+
+from serve.process import ServerProcess
+
+T = TypeVar("T")
+
+
+def wait_for(condition: Callable[[], T], what: str, timeout: float = 120.0) -> T:
+    """Poll ``condition`` until it returns something truthy, and return that.
+
+    The deadline only turns a hang into a failure naming ``what``: it is far beyond how long the
+    event takes on a loaded 2-core machine, so it bounds nothing the test asserts.
+    """
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f} s"
+        time.sleep(0.02)
+    return value
+
+
+def metric(server: ServerProcess, name: str, **labels: str) -> float:
+    """The value of series ``name{labels}`` on ``/metrics`` (0 when the series does not exist yet)."""
+    text = requests.get(server.url + "/metrics", timeout=30).text
+    for line in text.splitlines():
+        match = re.fullmatch(rf"{name}{{(.*)}} (\S+)", line)
+        if match and dict(re.findall(r'(\w+)="([^"]*)"', match[1])) == labels:
+            return float(match[2])
+    return 0.0
