@@ -8,6 +8,7 @@ import pytest
 import requests
 
 from models.schema import ARTICLE, CUSTOMER
+from serve.schemas import RESPONSES
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -21,6 +22,16 @@ def customer(snapshot, i: int = 0) -> str:
 
 def article(snapshot, i: int = 0) -> str:
     return snapshot.ids[ARTICLE][i].decode()
+
+
+@pytest.mark.parametrize("task, model", list(RESPONSES.items()))
+def test_answers_are_json_of_the_documented_response_model(post, snapshot, task, model):
+    """The worker encodes answers itself (serve.encode): they must still be the OpenAPI shapes."""
+    body = {"article_id": article(snapshot, 2)} if task == "sales" else {"customer_id": customer(snapshot, 2)}
+    r = post(task, body)
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    model.model_validate_json(r.content, strict=True)
+    assert set(r.json()) == set(model.model_fields)
 
 
 def test_health_is_200_once_ready(server):

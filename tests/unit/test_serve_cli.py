@@ -35,6 +35,7 @@ def test_defaults_and_derived_limits():
     assert config.request_deadline_s == config.request_timeout_s + 5
     assert config.threads_per_worker(num_tasks=3) >= 1
     assert parse_args(["--artifacts", ".", "--tasks", "sales,churn"]).tasks == ("sales", "churn")
+    assert config.fast_queue and not parse_args(["--artifacts", ".", "--transport", "mp"]).fast_queue
 
 
 @pytest.mark.parametrize("args, message", [
