@@ -84,7 +84,8 @@ class BundleConfig:
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": BUNDLE_FORMAT, "task": self.task, "model": self.model.to_dict(),
-            "sampler": {"fanouts": list(self.sampler.fanouts), "strategy": self.sampler.strategy},
+            "sampler": {"fanouts": list(self.sampler.fanouts), "strategy": self.sampler.strategy,
+                        "per_day": self.sampler.per_day},
             "specs": {t: {"cardinalities": list(s.cardinalities), "num_numeric": s.num_numeric}
                       for t, s in self.specs.items()},
             "ladders": {t: ladder.to_dict() for t, ladder in self.ladders.items()},
@@ -101,7 +102,7 @@ class BundleConfig:
         return cls(
             task=values["task"], model=ModelConfig.from_dict(values["model"]),
             sampler=SamplerConfig(tuple(int(f) for f in values["sampler"]["fanouts"]),
-                                  values["sampler"]["strategy"]),
+                                  values["sampler"]["strategy"], int(values["sampler"].get("per_day", 0))),
             specs={t: TableSpec(tuple(int(c) for c in s["cardinalities"]), int(s["num_numeric"]))
                    for t, s in values["specs"].items()},
             ladders={t: BucketLadder.from_dict(v) for t, v in values["ladders"].items()},

@@ -12,6 +12,7 @@ from torch import Tensor
 
 from models.schema import EdgeType
 from models.subgraph import SubgraphBatch
+from models.temporal_features import NUM_TEMPORAL, temporal_features
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,17 @@ class FeatureSource(Protocol):
     cardinalities: Mapping[str, tuple[int, ...]]
 
 
+def has_history(source: FeatureSource) -> bool:
+    """Whether ``source`` holds edges (a snapshot), so nodes also get their temporal aggregates."""
+    return hasattr(source, "adjacency")
+
+
 def table_specs(source: FeatureSource) -> dict[str, TableSpec]:
-    """Per node type, the :class:`TableSpec` of ``source``'s feature tables."""
+    """Per node type, the :class:`TableSpec` of ``source``'s feature tables (with the temporal
+    aggregates of :mod:`models.temporal_features` when ``source`` is a snapshot)."""
+    extra = NUM_TEMPORAL if has_history(source) else 0
     return {
-        t: TableSpec(tuple(int(c) for c in source.cardinalities[t]), int(source.numeric[t].shape[1]))
+        t: TableSpec(tuple(int(c) for c in source.cardinalities[t]), int(source.numeric[t].shape[1]) + extra)
         for t in source.categorical
     }
 
@@ -102,9 +110,16 @@ def gather_inputs(source: FeatureSource, batch: SubgraphBatch) -> ModelInputs:
         Unpadded inputs with ``seed_rows == num_seeds``.
     """
     rel_time = batch.rel_time()
+    num = {t: _take(source.numeric[t], ids).float() for t, ids in batch.node_ids.items()}
+    if has_history(source):
+        # Each node's aggregates are taken at its tree's seed time: the model sees, for every node,
+        # its history up to the prediction time and nothing after.
+        num = {t: torch.cat([v, temporal_features(source, t, batch.node_ids[t],
+                                                  batch.seed_time.index_select(0, batch.batch[t]))], dim=1)
+               for t, v in num.items()}
     return ModelInputs(
         cat={t: _take(source.categorical[t], ids) for t, ids in batch.node_ids.items()},
-        num={t: _take(source.numeric[t], ids).float() for t, ids in batch.node_ids.items()},
+        num=num,
         rel_time={t: rel_time[t].float() for t in batch.node_ids},
         edge_index=dict(batch.edge_index),
         seed_type=batch.seed_type,

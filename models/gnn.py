@@ -117,4 +117,6 @@ class RelationalGNN(nn.Module):
             ``(seed_rows, hidden)``.
         """
         x_dict = self.encoder(cat_dict, num_dict, rel_time_dict)
-        return self.gnn(x_dict, edge_index_dict, seed_type, seed_rows)
+        # Skip connection: the seed's own encoded features (its temporal aggregates above all) reach
+        # the head unmixed with the neighbours' messages.
+        return self.gnn(x_dict, edge_index_dict, seed_type, seed_rows) + x_dict[seed_type][:seed_rows]

@@ -25,10 +25,12 @@ from models.registry import TASKS
 from models.sampler import SamplerConfig, TemporalSampler
 from models.schema import ARTICLE
 from models.snapshot import GraphSnapshot
+from models.temporal_features import active_within
 
 log = logging.getLogger(__name__)
 
 ARTICLE_KEY_BATCH = 1024
+CHURN_ACTIVE_DAYS = 7  # churn is defined (and trained) for customers active in the last 7 days
 
 
 @dataclass
@@ -49,6 +51,8 @@ class InferenceResult:
         values: ``(B,)`` churn probabilities or 7-day sales (``None`` for purchase).
         scores: ``(B, k)`` purchase scores, descending (``None`` otherwise).
         articles: ``(B, k)`` int64 article indices matching ``scores``.
+        active: churn only: ``(B,)`` bool, whether the customer bought in the 7 days before the
+            seed time (the population the churn model is trained on; others are extrapolated).
         bucket: the shape bucket the batch ran in (``"eager"``/``"dynamic"`` when not padded).
         padding_ratio: share of the bucket's node rows that were padding.
         stage_seconds: wall seconds of ``sample``, ``forward`` and ``rank``.
@@ -57,6 +61,7 @@ class InferenceResult:
     values: Tensor | None = None
     scores: Tensor | None = None
     articles: Tensor | None = None
+    active: Tensor | None = None
     bucket: str = ""
     padding_ratio: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -101,7 +106,8 @@ class TaskInference:
         self.task = config.task
         self.snapshot = snapshot
         self.device = torch.device(device)
-        self.sampler = TemporalSampler(snapshot, SamplerConfig(config.sampler.fanouts, "last"))
+        self.sampler = TemporalSampler(snapshot, SamplerConfig(config.sampler.fanouts, "last",
+                                                               config.sampler.per_day))
         self.entity_type = model.head.seed_types[0]
         self.model = model.to(self.device).eval()
         self.compile_config = CompileConfig(compile, mode="reduce-overhead" if cuda_graphs else None)
@@ -211,6 +217,9 @@ class TaskInference:
             result.scores, result.articles = scores.float().cpu(), articles.cpu()
         else:
             result.values = self.model.predict(output).float().cpu()
+        if self.task == "churn":
+            result.active = active_within(self.snapshot, self.entity_type, entity, seed_time,
+                                          CHURN_ACTIVE_DAYS)
         t3 = time.perf_counter()
         result.stage_seconds = {"sample": t1 - t0, "forward": t2 - t1, "rank": t3 - t2}
         return result

@@ -95,8 +95,6 @@ _SPECS = (
         labels="sales_labels", load_share=15,
         baselines={"last_week": "sales_last_week", "lightgbm": "lightgbm_sales"},
         question="an article's summed sales price over the next 7 days",
-        # Hot articles sell dozens a week: a wide first hop sees them all, summed rather than averaged.
-        recipe={"fanouts": (48, 4), "aggregation": "sum", "epochs": 6, "max_train_cutoffs": 24, "lr": 0.001},
     ),
     TaskSpec(
         name="purchase", task_type=LINK, entity_type=CUSTOMER, id_field="customer_id",

@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import torch
 from torch import Tensor
 
+from models.csr import TemporalCSR
 from models.schema import EDGE_TYPES, INCOMING, NEIGHBOUR_TYPE, NODE_TYPES, EdgeType
 from models.snapshot import GraphSnapshot
 from models.subgraph import SubgraphBatch
@@ -41,14 +43,20 @@ class SamplerConfig:
         fanouts: per hop, the most neighbours sampled for each node of the previous hop.
         strategy: ``"last"`` takes the most recent edges before the seed time (deterministic,
             serving); ``"uniform"`` draws uniformly without replacement among them (training).
+        per_day: if positive, at most this many edges of one node on one day are candidates (the
+            last ones of the day), so ``last`` reaches back over several distinct days instead of
+            filling its fanout from a single large basket; ``0``: no limit.
     """
 
     fanouts: tuple[int, ...] = (12, 8)
     strategy: Literal["last", "uniform"] = "last"
+    per_day: int = 0
 
     def __post_init__(self) -> None:
         if not self.fanouts or any(int(f) < 1 for f in self.fanouts):
             raise ValueError(f"fanouts must be positive, got {self.fanouts}")
+        if self.per_day < 0:
+            raise ValueError(f"per_day must be 0 (no limit) or positive, got {self.per_day}")
         if self.strategy not in ("last", "uniform"):
             raise ValueError(f"strategy must be 'last' or 'uniform', got {self.strategy!r}")
 
@@ -62,6 +70,34 @@ class _Level:
     time: Tensor
     batch: Tensor
     local: Tensor  # index among all sampled nodes of node_type
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The last ``per_day`` edges of every (node, day) group of a CSR, as a sub-list of positions.
+
+    ``positions`` ``(K,)`` int64 are the kept CSR positions in order; ``cumulative`` ``(E + 1,)``
+    int64 counts kept edges before each CSR position, so the kept edges of CSR range ``[s, e)`` are
+    ``positions[cumulative[s]:cumulative[e]]``, still sorted by day.
+    """
+
+    positions: Tensor
+    cumulative: Tensor
+
+    @classmethod
+    def build(cls, csr: TemporalCSR, per_day: int) -> _Kept:
+        day, rowptr = csr.day.numpy(), csr.rowptr.numpy()
+        num = len(day)
+        last_of_group = np.ones(num, dtype=bool)  # the edge ends its (node, day) group
+        if num:
+            last_of_group[:-1] = day[1:] != day[:-1]
+            ends = rowptr[1:][np.diff(rowptr) > 0] - 1
+            last_of_group[ends] = True
+        group_end = np.flatnonzero(last_of_group)
+        end_of = group_end[np.searchsorted(group_end, np.arange(num))]  # each edge's group end
+        keep = (end_of - np.arange(num)) < per_day
+        cumulative = np.concatenate([[0], np.cumsum(keep)])
+        return cls(torch.from_numpy(np.flatnonzero(keep)), torch.from_numpy(cumulative))
 
 
 def _gather(levels: list[_Level], node_type: str, field: str) -> Tensor:
@@ -80,6 +116,13 @@ class TemporalSampler:
     def __init__(self, snapshot: GraphSnapshot, config: SamplerConfig | None = None) -> None:
         self.snapshot = snapshot
         self.config = config or SamplerConfig()
+        self._kept_cache: dict[str, _Kept] = {}
+
+    def _kept(self, node_type: str, csr: TemporalCSR) -> _Kept:
+        """The candidate edges under ``per_day`` of one CSR (built once per sampler)."""
+        if node_type not in self._kept_cache:
+            self._kept_cache[node_type] = _Kept.build(csr, self.config.per_day)
+        return self._kept_cache[node_type]
 
     def sample(
         self,
@@ -111,7 +154,13 @@ class TemporalSampler:
             child_type = NEIGHBOUR_TYPE[parent.node_type]
             csr = self.snapshot.adjacency[(parent.node_type, child_type)]
             start, end = csr.row_bounds_before(parent.ids, seed_time.index_select(0, parent.batch))
-            which, pos = self._select(start, end, fanout, generator)
+            if self.config.per_day:
+                kept = self._kept(parent.node_type, csr)
+                which, rank = self._select(kept.cumulative.index_select(0, start),
+                                           kept.cumulative.index_select(0, end), fanout, generator)
+                pos = kept.positions.index_select(0, rank)
+            else:
+                which, pos = self._select(start, end, fanout, generator)
             local = torch.arange(count[child_type], count[child_type] + pos.numel())
             count[child_type] += pos.numel()
             ids, day = csr.col.index_select(0, pos).long(), csr.day.index_select(0, pos).long()

@@ -72,7 +72,7 @@ def check_port(host: str, port: int) -> None:
 
 def start(config: ServeConfig) -> None:
     """Check everything, build the server and serve until SIGTERM (blocks)."""
-    from serve.bundles import ArtifactsError, check_bundles, find_bundles
+    from serve.bundles import ArtifactsError, check_bundles, find_bundles, quality_warnings
 
     try:
         bundles = find_bundles(config.artifacts, config.tasks)
@@ -84,6 +84,8 @@ def start(config: ServeConfig) -> None:
         check_bundles(bundles)
     except ArtifactsError as e:
         raise StartupError(str(e)) from e
+    for warning in quality_warnings(bundles):
+        print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     from serve.app import build_server  # imports prometheus_client: after prepare_metrics_dir()
 
     built = build_server(config, bundles, accelerator)

@@ -17,13 +17,14 @@ from typing import Any, ClassVar
 
 import litserve as ls
 import torch
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from models.inference import InferenceResult, TaskInference
 from models.registry import TASKS, TaskSpec
 from models.schema import ARTICLE
 from models.snapshot import GraphSnapshot
 from serve.batching import BlockingBatchedLoop
+from serve.encode import json_response
 from serve.metrics import WorkerMetrics
 from serve.schemas import DEFAULT_K, MAX_K, REQUESTS, RESPONSES
 
@@ -96,6 +97,9 @@ class TaskAPI(ls.LitAPI):
         index = int(self.inference.snapshot.lookup(self.inference.entity_type, [entity_id])[0])
         return Query(entity_id, index, k)
 
+    def queue_waits(self, seconds: list[float]) -> None:
+        self.metrics.queue_waits(seconds)  # called by BlockingBatchedLoop per batch
+
     def batch(self, inputs: list[Query]) -> list[Query]:
         return list(inputs)
 
@@ -124,19 +128,23 @@ class TaskAPI(ls.LitAPI):
     def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def respond(self, output: tuple[Query, dict[str, Any] | None]) -> dict[str, Any] | JSONResponse:
+    def respond(self, output: tuple[Query, dict[str, Any] | None]) -> Response:
         query, answer = output
         if answer is None:
             return JSONResponse({"detail": f"unknown {self.id_field} {query.id!r}"}, status_code=404)
-        return answer
+        return json_response(answer)
 
 
 class ValueAPI(TaskAPI):
     """A task answered with one number per entity (``{id_field: ..., value_field: x}``)."""
 
     def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
-        return [{self.task_spec.id_field: q.id, self.task_spec.value_field: v}
-                for q, v in zip(queries, result.values.tolist(), strict=True)]
+        answers = [{self.task_spec.id_field: q.id, self.task_spec.value_field: v}
+                   for q, v in zip(queries, result.values.tolist(), strict=True)]
+        if result.active is not None:  # churn: is the customer in the population the model is trained on
+            for answer, active in zip(answers, result.active.tolist(), strict=True):
+                answer["active_last_7d"] = active
+        return answers
 
 
 class RankAPI(TaskAPI):

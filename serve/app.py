@@ -18,15 +18,16 @@ from typing import Any
 import litserve as ls
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from litserve.utils import WorkerSetupStatus
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
+from serve import litserve_compat as compat
 from serve.admission import Admission, AdmissionState
 from serve.apis import API_CLASSES, WorkerSettings
 from serve.bundles import TaskBundle
 from serve.config import ServeConfig
 from serve.errors import ERROR_RESPONSES, http_error_handler, validation_error_handler
+from serve.litserve_compat import WorkerSetupStatus
 from serve.metrics import LiveGauges, metrics_route
 
 METRICS_PATH = "/metrics"
@@ -85,28 +86,40 @@ class BuiltServer:
         deadline = time.monotonic() + self.config.drain_timeout_s
         while self.admission.total_in_flight() > 0 and time.monotonic() < deadline:
             time.sleep(0.02)
-        while self.server._shutdown_event is None:  # SIGTERM before run() made the event
+        while compat.shutdown_event(self.server) is None:  # SIGTERM before run() made the event
             time.sleep(0.05)
         if not self._any_worker_ready():
             # LitServe's run() is still waiting for a first ready worker, which may take minutes
             # of compiling; marking the workers failed makes it give up now (see run()).
-            for worker in list(self.server.workers_setup_status.keys()):
-                self.server.workers_setup_status[worker] = WorkerSetupStatus.ERROR
-        self.server._shutdown_event.set()  # LitServe's own graceful shutdown (private, pinned <0.3)
+            status = compat.workers_setup_status(self.server)
+            for worker in list(status.keys()):
+                status[worker] = WorkerSetupStatus.ERROR
+        compat.shutdown_event(self.server).set()  # LitServe's own graceful shutdown
 
     def _any_worker_ready(self) -> bool:
-        return any(s == WorkerSetupStatus.READY for s in self.server.workers_setup_status.values())
+        return any(s == WorkerSetupStatus.READY for s in compat.workers_setup_status(self.server).values())
 
     def _stop_children(self) -> None:
-        for worker in self.server.inference_workers:
+        workers = compat.inference_workers(self.server)
+        for worker in workers:
             worker.terminate()
-        for worker in self.server.inference_workers:
+        for worker in workers:
             worker.join(5)
             if worker.is_alive():
                 worker.kill()
-        manager = getattr(self.server.transport_config, "manager", None)
+        manager = compat.manager(self.server)
         if manager is not None:
             manager.shutdown()
+
+
+def new_litserver(apis: list[ls.LitAPI], config: ServeConfig, accelerator: str,
+                  middlewares: list | None = None) -> ls.LitServer:
+    """The LitServer options of ``config`` (shared with the no-model ceiling of ``serve.ceiling``)."""
+    return compat.LitServer(
+        apis, accelerator=accelerator, devices=1 if accelerator == "cuda" else "auto",
+        workers_per_device=config.workers_per_task, timeout=config.request_timeout_s,
+        max_payload_size=config.max_payload_bytes, restart_workers=True, fast_queue=config.fast_queue,
+        middlewares=middlewares or [])
 
 
 def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: str) -> BuiltServer:
@@ -125,13 +138,9 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
         batch_timeout_s=config.batch_timeout_s, threads=threads,
         compile_cache_dir=config.compile_cache_dir and str(config.compile_cache_dir))) for b in bundles]
     admission = AdmissionState({api.api_path: config.max_queue for api in apis})
-    server = ls.LitServer(
-        apis, accelerator=accelerator, devices=1 if accelerator == "cuda" else "auto",
-        workers_per_device=config.workers_per_task, timeout=config.request_timeout_s,
-        max_payload_size=config.max_payload_bytes, restart_workers=True,
-        middlewares=[(Admission, {"state": admission, "deadline_s": config.request_deadline_s,
-                                  "retry_after_s": config.retry_after_s})],
-    )
+    server = new_litserver(apis, config, accelerator, middlewares=[
+        (Admission, {"state": admission, "deadline_s": config.request_deadline_s,
+                     "retry_after_s": config.retry_after_s})])
     app = server.app
     # Compressing ~100-byte JSON answers costs CPU and saves nothing.
     app.user_middleware = [m for m in app.user_middleware if m.cls is not GZipMiddleware]
@@ -149,7 +158,7 @@ def _live_gauges(server: ls.LitServer, admission: AdmissionState) -> LiveGauges:
 
     def queued(path: str) -> Any:
         # The queues exist once run() starts; the API servers are forked after that.
-        return lambda: server.litapi_request_queues[path].qsize()
+        return lambda: compat.request_queue(server, path).qsize()
 
     tasks = {path.rsplit("/", 1)[-1]: path for path in admission.limits}
     return LiveGauges({

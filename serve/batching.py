@@ -14,38 +14,47 @@ looks for requests in a response buffer that lives in the API servers, so it nev
 Each START is one more round trip through the Manager process per request; requests lost with
 a dead worker are answered by :class:`serve.admission.Admission`'s deadline instead.
 
-Depends on ``litserve.loops.base.collate_requests`` and ``BatchedLoop.get_batch_requests``
-(litserve ``<0.3``, pinned in pyproject.toml; tests/unit/test_serve_batching.py covers it).
+Depends on LitServe's ``collate_requests`` and ``BatchedLoop.get_batch_requests`` (see
+:mod:`serve.litserve_compat`; tests/unit/test_serve_batching.py covers it).
 """
 
 from __future__ import annotations
 
+import time
 from queue import Empty, Queue
 from typing import Any
 
-from litserve.loops.base import collate_requests
-from litserve.loops.simple_loops import BatchedLoop
-from litserve.utils import LitAPIStatus
+from litserve.loops import BatchedLoop
+
+from serve.litserve_compat import LitAPIStatus, collate_requests
 
 
 class _FirstThenQueue:
-    """A view of ``queue`` that yields one already-taken item first."""
+    """A view of ``queue`` that yields one already-taken item first and notes when each was queued."""
 
     def __init__(self, first: Any, queue: Queue) -> None:
         self._first = [first]
         self._queue = queue
+        self.queued_at: list[float] = []
+
+    def _taken(self, item: Any) -> Any:
+        if isinstance(item, tuple) and len(item) == 4 and isinstance(item[2], float):
+            self.queued_at.append(item[2])  # LitServe's (queue id, uid, time.monotonic(), payload)
+        return item
 
     def get_nowait(self) -> Any:
-        return self._first.pop() if self._first else self._queue.get_nowait()
+        return self._taken(self._first.pop() if self._first else self._queue.get_nowait())
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
-        return self._first.pop() if self._first else self._queue.get(block, timeout)
+        return self._taken(self._first.pop() if self._first else self._queue.get(block, timeout))
 
 
 class BlockingBatchedLoop(BatchedLoop):
     """``BatchedLoop`` that waits for the first request in a blocking ``get``.
 
-    Use as ``LitAPI(max_batch_size=N, batch_timeout=T, loop=BlockingBatchedLoop())``.
+    Use as ``LitAPI(max_batch_size=N, batch_timeout=T, loop=BlockingBatchedLoop())``. If the API
+    has a ``queue_waits(seconds)`` method, it gets each batch's queueing delays: from the API
+    server's put to the batch leaving the queue (CLOCK_MONOTONIC is one clock for all processes).
     """
 
     # An idle worker wakes up this often, so the loop stays responsive to process shutdown.
@@ -56,7 +65,13 @@ class BlockingBatchedLoop(BatchedLoop):
             first = request_queue.get(timeout=self.idle_wakeup_s)
         except Empty:
             return [], []
-        return collate_requests(self, lit_api, _FirstThenQueue(first, request_queue), transport)
+        view = _FirstThenQueue(first, request_queue)
+        batch = collate_requests(self, lit_api, view, transport)
+        record = getattr(lit_api, "queue_waits", None)
+        if record is not None and view.queued_at:
+            now = time.monotonic()
+            record([now - queued for queued in view.queued_at])
+        return batch
 
     def put_response(self, transport: Any, response_queue_id: int, uid: str, response_data: Any,
                      status: LitAPIStatus, response_type: Any) -> None:

@@ -23,7 +23,9 @@ import numpy as np
 from models.bundle import CACHE_DIR
 from models.registry import TASKS
 from models.snapshot import GraphSnapshot
+from serve.bench_ceiling import run_ceiling
 from serve.bench_load import LoadResult, run_load
+from serve.bench_wrk import have_wrk
 from serve.bundles import ArtifactsError, find_bundles
 from serve.process import ServerProcess
 
@@ -98,14 +100,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serve.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--artifacts", type=Path, required=True)
     parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per point")
-    parser.add_argument("--clients", default="1,8,32", help="comma-separated concurrency levels")
+    parser.add_argument("--clients", default=None,
+                        help="comma-separated concurrency levels (default: 1,8,32; with --ceiling 1,32)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="compare with the no-model ceiling and naive servers under wrk")
+    parser.add_argument("--traffic", default="mixed,churn,sales,purchase",
+                        help="with --ceiling: mixed (50/30/20 purchase/churn/sales) and/or single endpoints")
     args = parser.parse_args(argv)
     try:
-        clients = sorted({int(c) for c in args.clients.split(",")})
+        levels = args.clients or ("1,32" if args.ceiling else "1,8,32")
+        clients = sorted({int(c) for c in levels.split(",")})
         bundles = find_bundles(args.artifacts)
+        if args.ceiling and not have_wrk():
+            raise ValueError("--ceiling needs wrk on the PATH (Debian: apt-get install wrk)")
     except (ValueError, ArtifactsError) as e:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
+    if args.ceiling:
+        return run_ceiling(args.artifacts, bundles, clients, args.seconds, args.traffic.split(","), args.json)
     snapshot = GraphSnapshot.open(bundles[0].snapshot_dir)
     bodies = {b.task: request_bodies(snapshot, b.task) for b in bundles}
     with tempfile.TemporaryDirectory(prefix="relserve-bench-") as tmp:

@@ -8,12 +8,14 @@ problem becomes one readable line.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from models.bundle import CONFIG_FILE, SNAPSHOT_DIR, WEIGHTS_FILE, BundleError, load_bundle
+from models.bundle import CONFIG_FILE, METRICS_FILE, SNAPSHOT_DIR, WEIGHTS_FILE, BundleError, load_bundle
+from models.quality import baseline_warning
 from models.snapshot import GraphSnapshot, SnapshotError
 from serve.config import TASKS
 
@@ -84,3 +86,18 @@ def check_bundles(bundles: list[TaskBundle]) -> None:
         if config.task != bundle.task:
             raise ArtifactsError(f"{bundle.bundle_dir / CONFIG_FILE}: a {config.task} bundle, "
                                  f"not {bundle.task}")
+
+
+def quality_warnings(bundles: list[TaskBundle]) -> list[str]:
+    """One line per bundle whose ``metrics.json`` says the model does not beat its best baseline
+    on validation (``"beats_baselines": false``); a missing or unreadable file says nothing."""
+    warnings = []
+    for bundle in bundles:
+        try:
+            document = json.loads((bundle.bundle_dir / METRICS_FILE).read_text())
+            warning = baseline_warning(document)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if warning:
+            warnings.append(warning)
+    return warnings

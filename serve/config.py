@@ -56,6 +56,8 @@ class ServeConfig:
         compile_cache_dir: where workers keep compile caches; ``None``: beside each bundle when
             writable, else the per-user cache (``$XDG_CACHE_HOME/relserve``), so read-only
             artifacts still start warm after the first start.
+        fast_queue: answers go from workers to API servers over ZeroMQ (LitServe's
+            ``fast_queue``) instead of a Manager queue; see BENCHMARKS.md.
     """
 
     artifacts: Path
@@ -78,6 +80,7 @@ class ServeConfig:
     drain_timeout_s: float = 25.0
     log_level: str = "warning"
     compile_cache_dir: Path | None = None
+    fast_queue: bool = True
 
     def __post_init__(self) -> None:
         self.artifacts = Path(self.artifacts)
@@ -160,6 +163,8 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
                    help="compile caches (default: beside each bundle if writable, else "
                         "$XDG_CACHE_HOME/relserve)")
     p.add_argument("--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
+    p.add_argument("--transport", default="zmq" if d.fast_queue else "mp", choices=("zmq", "mp"),
+                   help="worker-to-API-server answers: ZeroMQ (LitServe fast_queue) or a Manager queue")
     a = p.parse_args(argv)
     if not a.artifacts.is_dir():  # before anything imports torch: a typo should fail at once
         p.error(f"--artifacts {a.artifacts} is not a directory (write one with python -m training.fit)")
@@ -171,6 +176,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
             threads=a.threads, max_queue=a.max_queue, request_timeout_s=a.request_timeout,
             deadline_s=a.deadline, max_payload_bytes=a.max_payload_bytes, retry_after_s=a.retry_after,
             drain_timeout_s=a.drain_timeout, log_level=a.log_level, compile_cache_dir=a.compile_cache_dir,
+            fast_queue=a.transport == "zmq",
         )
     except ValueError as e:
         p.error(str(e))

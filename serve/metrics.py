@@ -16,6 +16,7 @@ workers' gauge files would never be cleaned up.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -34,6 +35,7 @@ from starlette.responses import Response
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 STAGE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+QUEUE_BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 RATIO_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
@@ -62,6 +64,9 @@ class WorkerMetrics:
                                    ["task"], registry=registry).labels(task)
         self._cache = Counter("relserve_compile_cache", "Worker start-ups by compile-cache outcome.",
                               ["task", "result"], registry=registry)
+        self._queue_wait = Histogram("relserve_queue_wait_seconds",
+                                     "Time a request waited from the API server's put to its batch.",
+                                     ["task"], buckets=QUEUE_BUCKETS, registry=registry).labels(task)
         self._recompiles.inc(0)
         self._seen_recompiles = 0
 
@@ -78,6 +83,11 @@ class WorkerMetrics:
         for stage, seconds in stage_seconds.items():
             self._stage.labels(self.task, stage).observe(seconds)
 
+    def queue_waits(self, seconds: Iterable[float]) -> None:
+        """Record the queueing delay of each request of a batch."""
+        for wait in seconds:
+            self._queue_wait.observe(wait)
+
     def recompiles(self, total: int) -> None:
         """Record the worker's running total of recompiles (only the increase is counted)."""
         if total > self._seen_recompiles:
@@ -85,24 +95,58 @@ class WorkerMetrics:
             self._seen_recompiles = total
 
 
-class RequestMetrics:
-    """HTTP-side metrics, recorded by the admission middleware in each API server process."""
+# Every status the prediction routes answer and every reason a request is refused.
+STATUSES = (200, 404, 413, 415, 422, 500, 503, 504)
+REJECT_REASONS = ("overloaded", "draining", "deadline")
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+
+class RequestMetrics:
+    """HTTP-side metrics, recorded by the admission middleware in each API server process.
+
+    Args:
+        tasks: tasks whose series (task x status, task x reason) are created at 0 now: in
+            multiprocess mode a labelled series is absent until first touched, and a dashboard
+            panel over an absent series shows "No data" instead of 0.
+        registry: where to register (``None``: nowhere; multiprocess files only).
+    """
+
+    def __init__(self, tasks: Iterable[str] = (), registry: CollectorRegistry | None = None) -> None:
         self._duration = Histogram("relserve_request_duration_seconds", "Time from request to response.",
                                    ["task", "status"], buckets=LATENCY_BUCKETS, registry=registry)
         self._requests = Counter("relserve_requests", "Answered prediction requests.", ["task", "status"],
                                  registry=registry)
         self._rejected = Counter("relserve_rejected", "Requests refused without running them.",
                                  ["task", "reason"], registry=registry)
+        self._answered_children: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._rejected_children: dict[tuple[str, str], Any] = {}
+        for task in tasks:
+            for status in STATUSES:
+                self._answered(task, status)
+            for reason in REJECT_REASONS:
+                self._rejected_child(task, reason)
+
+    def _answered(self, task: str, status: int) -> tuple[Any, Any]:
+        # labels() takes a lock and builds a key per call; the children are cached per label set.
+        children = self._answered_children.get((task, status))
+        if children is None:
+            children = (self._duration.labels(task, str(status)), self._requests.labels(task, str(status)))
+            self._answered_children[(task, status)] = children
+        return children
+
+    def _rejected_child(self, task: str, reason: str) -> Any:
+        child = self._rejected_children.get((task, reason))
+        if child is None:
+            child = self._rejected_children[(task, reason)] = self._rejected.labels(task, reason)
+        return child
 
     def answered(self, task: str, status: int, seconds: float) -> None:
-        self._duration.labels(task, str(status)).observe(seconds)
-        self._requests.labels(task, str(status)).inc()
+        duration, requests = self._answered(task, status)
+        duration.observe(seconds)
+        requests.inc()
 
     def rejected(self, task: str, reason: str) -> None:
         """``reason``: ``overloaded``, ``draining`` or ``deadline``."""
-        self._rejected.labels(task, reason).inc()
+        self._rejected_child(task, reason).inc()
 
 
 class LiveGauges(Collector):

@@ -39,20 +39,21 @@ def http_status(url: str, timeout: float = 2.0) -> int | None:
 
 
 class ServerProcess:
-    """``python -m serve --artifacts DIR --port P *args`` with its output in ``log_path``.
+    """``python -m MODULE --artifacts DIR --port P *args`` with its output in ``log_path``.
 
     Args:
         artifacts: the bundles to serve.
         args: further ``python -m serve`` arguments.
         log_path: where stdout and stderr go (a temporary file if ``None``).
         env: extra environment variables.
+        module: the module run (``serve.ceiling`` takes the same arguments).
     """
 
     def __init__(self, artifacts: str | Path, *args: str, log_path: str | Path | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, module: str = "serve") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.command = [sys.executable, "-m", "serve", "--artifacts", str(artifacts),
+        self.command = [sys.executable, "-m", module, "--artifacts", str(artifacts),
                         "--port", str(self.port), *args]
         self.env = {**os.environ, **(env or {})}
         self.log_path = Path(log_path) if log_path else None

@@ -82,9 +82,17 @@ def _request(spec: TaskSpec) -> type[BaseModel]:
                         __doc__=f"Body of ``POST {spec.path}``: {spec.question}.", **fields)
 
 
+# Churn is defined (and trained) for customers who bought in the last 7 days; the answer says whether
+# this customer is one of them, so a probability for anyone else is visibly an extrapolation.
+_EXTRA_FIELDS = {"churn": {"active_last_7d": (bool, Field(
+    description="bought in the last 7 days of the snapshot: the population the churn model is trained "
+                "on (false: the probability is an extrapolation outside it)"))}}
+
+
 def _response(spec: TaskSpec) -> type[BaseModel]:
     return create_model(f"{spec.name.capitalize()}Response", __doc__=f"{spec.question.capitalize()}.",
-                        **{spec.id_field: (str, ...), spec.value_field: _VALUES[spec.task_type]})
+                        **{spec.id_field: (str, ...), spec.value_field: _VALUES[spec.task_type]},
+                        **_EXTRA_FIELDS.get(spec.name, {}))
 
 
 REQUESTS: dict[str, type[BaseModel]] = {name: _request(spec) for name, spec in TASKS.items()}

@@ -8,6 +8,7 @@ import pytest
 import requests
 
 from models.schema import ARTICLE, CUSTOMER
+from serve.schemas import RESPONSES
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -23,6 +24,16 @@ def article(snapshot, i: int = 0) -> str:
     return snapshot.ids[ARTICLE][i].decode()
 
 
+@pytest.mark.parametrize("task, model", list(RESPONSES.items()))
+def test_answers_are_json_of_the_documented_response_model(post, snapshot, task, model):
+    """The worker encodes answers itself (serve.encode): they must still be the OpenAPI shapes."""
+    body = {"article_id": article(snapshot, 2)} if task == "sales" else {"customer_id": customer(snapshot, 2)}
+    r = post(task, body)
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    model.model_validate_json(r.content, strict=True)
+    assert set(r.json()) == set(model.model_fields)
+
+
 def test_health_is_200_once_ready(server):
     assert requests.get(server.url + "/health", timeout=5).status_code == 200
 
@@ -33,6 +44,7 @@ def test_churn_returns_a_probability(post, snapshot):
     assert r.status_code == 200
     body = r.json()
     assert body["customer_id"] == cid and 0.0 <= body["churn_probability"] <= 1.0
+    assert isinstance(body["active_last_7d"], bool)
 
 
 def test_sales_returns_non_negative_sales_and_keeps_the_leading_zero(post, snapshot):

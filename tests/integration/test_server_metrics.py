@@ -9,6 +9,8 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from models.schema import ARTICLE, CUSTOMER
+from serve.metrics import REJECT_REASONS, STATUSES
+from serve.process import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -78,3 +80,19 @@ def test_every_metric_is_exported_per_task(server, post, snapshot):
     assert value(samples, "relserve_requests_total", task="churn", status="200") >= 1
     assert value(samples, "relserve_requests_total", task="churn", status="404") >= 1
     assert value(samples, "relserve_request_duration_seconds_count", task="churn", status="200") >= 1
+
+
+def test_a_fresh_server_exports_every_request_series_at_zero(artifacts, tmp_path):
+    """Before any prediction request, rejection and request series exist (at 0), not "No data"."""
+    with ServerProcess(artifacts, "--tasks", "churn,sales", "--compile", "none",
+                       log_path=tmp_path / "serve.log") as fresh:
+        fresh.wait_ready(timeout=300)
+        samples = scrape(fresh)
+    for task in ("churn", "sales"):
+        for reason in REJECT_REASONS:
+            assert samples["relserve_rejected_total"][(("reason", reason), ("task", task))] == 0
+        for status in STATUSES:
+            labels = (("status", str(status)), ("task", task))
+            assert samples["relserve_requests_total"][labels] == 0
+            assert samples["relserve_request_duration_seconds_count"][labels] == 0
+    assert not any(dict(labels)["task"] == "purchase" for labels in samples["relserve_rejected_total"])

@@ -10,19 +10,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from models.bundle import CONFIG_FILE, METRICS_FILE, SNAPSHOT_DIR, WEIGHTS_FILE, BundleError, load_bundle
 from models.inference import TaskInference
+from models.quality import baseline_warning
 from models.snapshot import GraphSnapshot
 from training.data.load import load_tables
+from training.fit.batches import TrainBatches
+from training.fit.config import TaskRecipe
 from training.fit.data import task_splits
 from training.fit.evaluate import evaluate_model
 from training.fit.run import main
 from training.synth.cli import SynthConfig, generate
 from training.tasks.baselines import BASELINES
 from training.tasks.definitions import TASKS
+from training.tasks.table import TaskTable
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,9 +61,14 @@ def test_writes_a_bundle_per_task_beside_the_snapshot(trained_artifacts: Path) -
 def test_metrics_json_has_the_agreed_form(trained_artifacts: Path, task: str) -> None:
     doc = json.loads((trained_artifacts / task / METRICS_FILE).read_text())
     spec = TASKS[task]
-    assert list(doc) == ["task", "primary", "higher_is_better", "val", "test"]
+    assert list(doc) == ["task", "primary", "higher_is_better", "beats_baselines", "val", "test"]
     assert (doc["task"], doc["primary"], doc["higher_is_better"]) == (
         task, spec.primary_metric, spec.higher_is_better)
+    model, others = doc["val"]["model"][spec.primary_metric], [
+        m[spec.primary_metric] for m in doc["val"]["baselines"].values()]
+    better = [model > o if spec.higher_is_better else model < o for o in others]
+    assert doc["beats_baselines"] is all(better)
+    assert (baseline_warning(doc) is None) is all(better)
     for split in ("val", "test"):
         assert set(doc[split]) == {"model", "baselines"}
         assert set(doc[split]["baselines"]) == set(BASELINES[task])
@@ -156,3 +166,29 @@ def test_buckets_compile_trains_without_recompiles_after_the_first_epoch(tiny_cs
     snapshot = GraphSnapshot.open(out / SNAPSHOT_DIR)
     _, model = load_bundle(out / "churn", snapshot)
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_the_warning_names_the_best_baseline_on_validation() -> None:
+    split = {"model": {"mae": 0.05}, "baselines": {"last_week": {"mae": 0.04}, "zero": {"mae": 0.06}}}
+    doc = {"task": "sales", "primary": "mae", "higher_is_better": False, "beats_baselines": False,
+           "val": split, "test": split}
+    assert baseline_warning(doc) == ("the sales model does not beat the best baseline on validation: "
+                                     "mae 0.0500 vs last_week 0.0400")
+    assert baseline_warning({**doc, "beats_baselines": True}) is None
+
+
+def test_the_step_budget_and_the_batch_adapt_to_the_table_size() -> None:
+    recipe = TaskRecipe()
+    assert recipe.batch_size(200_000, 256) == 256 and recipe.batch_size(2_000, 256) == 66
+    assert recipe.batch_size(100, 256) == 32 and recipe.batch_size(100, 16) == 16
+    rows = 10_000
+    table = TaskTable(np.arange(rows), np.repeat(np.arange(10), rows // 10), None,
+                      label=np.zeros(rows, dtype=np.float32))
+    capped = TrainBatches(None, table, None, "customer", 256, seed=0, max_steps=5)
+    assert len(capped) == 5 and len(TrainBatches(None, table, None, "customer", 256)) == 40
+    seen = []
+    capped.batch = lambda r, positives=None: seen.append(r)  # record the rows, skip the sampling
+    list(capped)
+    rows_drawn = torch.cat(seen).numpy()
+    assert len(rows_drawn) == 5 * 256 == len(set(rows_drawn.tolist()))
+    assert len(set(table.seed_time[rows_drawn].tolist())) == 10  # drawn from every cutoff

@@ -21,7 +21,8 @@ def test_every_entry_names_a_head_label_function_and_baselines_that_exist(name: 
     assert callable(getattr(definitions, spec.labels))
     assert spec.baselines and all(callable(getattr(baselines, f)) for f in spec.baselines.values())
     assert API_CLASSES[name].task == name and API_CLASSES[name].__module__ == "serve.apis"
-    assert list(RESPONSES[name].model_fields) == [spec.id_field, spec.value_field]
+    extra = ["active_last_7d"] if name == "churn" else []  # churn says if the customer is in its population
+    assert list(RESPONSES[name].model_fields) == [spec.id_field, spec.value_field, *extra]
     assert spec.id_field in REQUESTS[name].model_fields and ("k" in REQUESTS[name].model_fields) == spec.ranks
 
 

@@ -51,7 +51,8 @@ def purchases_by_node(tables: RelTables) -> dict[str, dict[int, list[tuple[int, 
 
 
 def reference_last(
-    tables: RelTables, fanouts: tuple[int, ...], seed_type: str, seeds: list[int], times: list[int]
+    tables: RelTables, fanouts: tuple[int, ...], seed_type: str, seeds: list[int], times: list[int],
+    per_day: int = 0,
 ) -> tuple[dict[str, list[tuple[int, int, int]]], dict[tuple[str, str, str], list[tuple[int, int]]]]:
     """Slow per-node 'last' sampling from the raw purchases: nodes as (id, time, tree), edges as pairs."""
     adjacency = purchases_by_node(tables)
@@ -68,6 +69,9 @@ def reference_last(
         next_frontier = []
         for node, tree, parent_local in frontier:
             allowed = sorted(p for p in adjacency[parent_type][node] if p[0] < times[tree])
+            if per_day:  # only the last per_day purchases of each day are candidates
+                allowed = [p for i, p in enumerate(allowed)
+                           if sum(q[0] == p[0] for q in allowed[i + 1:]) < per_day]
             for day, _, child in reversed(allowed[-fanout:]):
                 local = len(nodes[child_type])
                 nodes[child_type].append((child, day, tree))
@@ -99,6 +103,22 @@ def test_last_matches_slow_reference(
         seed_type, seeds, times
     )
     assert as_lists(batch) == reference_last(tables, fanouts, seed_type, seeds.tolist(), times.tolist())
+
+
+@pytest.mark.parametrize("seed_type", NODE_TYPES)
+@pytest.mark.parametrize("per_day", [1, 2])
+def test_per_day_limit_matches_slow_reference(
+    tables: RelTables, snapshot: GraphSnapshot, seed_type: str, per_day: int
+) -> None:
+    rng = np.random.default_rng(12)
+    seeds, times = random_seeds(snapshot, seed_type, 40, rng)
+    config = SamplerConfig(fanouts=(4, 3), strategy="last", per_day=per_day)
+    batch = TemporalSampler(snapshot, config).sample(seed_type, seeds, times)
+    expected = reference_last(tables, (4, 3), seed_type, seeds.tolist(), times.tolist(), per_day)
+    assert as_lists(batch) == expected
+    unlimited = TemporalSampler(snapshot, SamplerConfig(fanouts=(4, 3), strategy="last")).sample(
+        seed_type, seeds, times)
+    assert as_lists(batch) != as_lists(unlimited)  # the data has days with several purchases per node
 
 
 @pytest.mark.parametrize("strategy", ["last", "uniform"])

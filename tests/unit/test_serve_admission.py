@@ -60,7 +60,7 @@ def registry() -> CollectorRegistry:
 def make(inner, registry, limit: int = 2, deadline_s: float = 5.0) -> tuple[Admission, AdmissionState]:
     state = AdmissionState({PATH: limit})
     return Admission(inner, state, deadline_s=deadline_s, retry_after_s=3,
-                     metrics=RequestMetrics(registry)), state
+                     metrics=RequestMetrics(registry=registry)), state
 
 
 def test_over_the_bound_answers_503_with_retry_after_at_once(registry):

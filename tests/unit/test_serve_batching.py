@@ -1,4 +1,4 @@
-"""serve.batching.BlockingBatchedLoop on a real queue: it relies on LitServe internals (pinned <0.3)."""
+"""serve.batching.BlockingBatchedLoop on a real queue (LitServe internals: serve.litserve_compat)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,17 @@ from queue import Queue
 
 import litserve as ls
 import pytest
-from litserve.loops.base import _SENTINEL_VALUE, _StopLoopError
-from litserve.transport.base import MessageTransport
-from litserve.utils import LitAPIStatus, LoopResponseType
 
 from serve.batching import BlockingBatchedLoop
+from serve.litserve_compat import (
+    SENTINEL,
+    LitAPIStatus,
+    LoopResponseType,
+    MessageTransport,
+    StopLoopError,
+    set_restart_workers,
+    set_worker_id,
+)
 
 
 class RecordingTransport(MessageTransport):
@@ -30,7 +36,7 @@ def make_loop(max_batch_size: int = 3, batch_timeout: float = 0.0, request_timeo
     api.request_timeout = request_timeout
     loop = api.loop
     loop.idle_wakeup_s = 0.05
-    loop._restart_workers = True  # LitServe then sends START per request; this loop must not
+    set_restart_workers(loop, True)  # LitServe then sends START per request; this loop must not
     return api, loop
 
 
@@ -79,7 +85,7 @@ def test_queued_requests_form_batches_in_order_up_to_the_max():
 def test_answers_still_go_out_and_start_messages_do_not():
     _, loop = make_loop()
     transport = RecordingTransport()
-    loop._worker_id = 0
+    set_worker_id(loop, 0)
     loop.put_response(transport, 0, "u0", (), LitAPIStatus.START, LoopResponseType.REGULAR)
     loop.put_response(transport, 1, "u1", {"ok": 1}, LitAPIStatus.OK, LoopResponseType.REGULAR)
     assert transport.sent == [(1, ("u1", ({"ok": 1}, LitAPIStatus.OK, LoopResponseType.REGULAR, 0)))]
@@ -107,6 +113,6 @@ def test_requests_past_the_queue_timeout_are_reported_not_batched():
 def test_the_shutdown_sentinel_stops_the_loop():
     api, loop = make_loop()
     queue = Queue()
-    queue.put(_SENTINEL_VALUE)
-    with pytest.raises(_StopLoopError):
+    queue.put(SENTINEL)
+    with pytest.raises(StopLoopError):
         loop.get_batch_requests(api, queue, RecordingTransport())

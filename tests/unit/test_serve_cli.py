@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 from serve.__main__ import prepare_metrics_dir
-from serve.bundles import ArtifactsError, find_bundles
+from serve.bundles import ArtifactsError, find_bundles, quality_warnings
 from serve.config import ServeConfig, parse_args
 
 
@@ -34,6 +35,7 @@ def test_defaults_and_derived_limits():
     assert config.request_deadline_s == config.request_timeout_s + 5
     assert config.threads_per_worker(num_tasks=3) >= 1
     assert parse_args(["--artifacts", ".", "--tasks", "sales,churn"]).tasks == ("sales", "churn")
+    assert config.fast_queue and not parse_args(["--artifacts", ".", "--transport", "mp"]).fast_queue
 
 
 @pytest.mark.parametrize("args, message", [
@@ -72,6 +74,19 @@ def test_find_bundles_explains_what_is_missing(tmp_path, layout, tasks, message)
         fake_artifacts(root, layout)
     with pytest.raises(ArtifactsError, match=message):
         find_bundles(root, tasks)
+
+
+def test_bundles_that_lose_to_a_baseline_are_warned_about(tmp_path):
+    root = fake_artifacts(tmp_path, ("churn", "sales", "purchase"))
+    split = {"model": {"auroc": 0.6}, "baselines": {"recency_frequency": {"auroc": 0.7}}}
+    doc = {"task": "churn", "primary": "auroc", "higher_is_better": True, "val": split, "test": split}
+    (root / "churn" / "metrics.json").write_text(json.dumps({**doc, "beats_baselines": False}))
+    sales = {**doc, "task": "sales", "beats_baselines": True}
+    (root / "sales" / "metrics.json").write_text(json.dumps(sales))
+    (root / "purchase" / "metrics.json").write_text("not json")
+    assert quality_warnings(find_bundles(root)) == [
+        "the churn model does not beat the best baseline on validation: "
+        "auroc 0.6000 vs recency_frequency 0.7000"]
 
 
 def test_missing_artifacts_is_one_line_and_exit_2(tmp_path):

@@ -51,15 +51,18 @@ class TrainBatches:
         seed_type: node type of the table's entities.
         batch_size: rows per batch; the last batch of an epoch may be smaller.
         seed: seeds shuffling, the choice of positives and neighbour sampling.
+        max_steps: most batches per epoch (``None``: every row once). When the table holds more
+            rows, each epoch draws a fresh random subset of them, from every cutoff alike.
     """
 
     def __init__(self, snapshot: GraphSnapshot, table: TaskTable, sampler: TemporalSampler, seed_type: str,
-                 batch_size: int, seed: int = 0) -> None:
+                 batch_size: int, seed: int = 0, max_steps: int | None = None) -> None:
         self.snapshot = snapshot
         self.table = table
         self.sampler = sampler
         self.seed_type = seed_type
         self.batch_size = batch_size
+        self.max_steps = max_steps
         self.rng = np.random.default_rng(seed)
         self.generator = torch.Generator().manual_seed(seed)
         self.entity = torch.from_numpy(table.entity)
@@ -67,10 +70,11 @@ class TrainBatches:
         self.label = None if table.is_link else torch.from_numpy(table.label.astype(np.float32))
 
     def __len__(self) -> int:
-        return -(-len(self.table) // self.batch_size)
+        steps = -(-len(self.table) // self.batch_size)
+        return steps if self.max_steps is None else min(steps, self.max_steps)
 
     def __iter__(self) -> Iterator[Batch]:
-        order = torch.from_numpy(self.rng.permutation(len(self.table)))
+        order = torch.from_numpy(self.rng.permutation(len(self.table))[:len(self) * self.batch_size])
         positives = self._draw_positives() if self.table.is_link else None
         for start in range(0, len(order), self.batch_size):
             yield self.batch(order[start:start + self.batch_size], positives)

@@ -1,4 +1,4 @@
-"""Configuration of ``python -m training.fit``: per-task recipes and the command line over them."""
+"""Configuration of ``python -m training.fit``: the default recipe and the command line over it."""
 
 from __future__ import annotations
 
@@ -25,23 +25,43 @@ class FitError(Exception):
 
 @dataclass(frozen=True)
 class TaskRecipe:
-    """How one task is trained (the defaults were tuned on the demo data; see the README).
+    """How one task is trained; one default for every task and dataset, adapted to the data's size.
+
+    Every training cutoff is used; an epoch is at most ``max_steps_per_epoch`` batches (drawn
+    afresh from the rows of every cutoff when there are more), and training stops once the
+    validation metric has not improved for ``patience`` epochs (the best epoch is kept).
 
     Args:
         fanouts: neighbours sampled per hop; also the number of GNN layers.
-        aggregation: ``SAGEConv`` neighbour aggregation (``sum`` keeps counts, which sales needs).
-        epochs: passes over the training rows.
+        aggregation: ``SAGEConv`` neighbour aggregation.
+        epochs: most passes (of at most ``max_steps_per_epoch`` batches each).
         max_train_cutoffs: most recent weekly training cutoffs used (``None``: all).
-        lr: peak learning rate (linear warm-up, then cosine decay).
+        lr: peak learning rate (linear warm-up, then cosine decay over ``epochs``).
         hidden: width of the GNN, the heads and the purchase dot-product space.
+        max_steps_per_epoch: most batches per epoch.
+        min_steps_per_epoch: on small data the batch shrinks (down to 32 rows) so an epoch still
+            has this many steps; a few hundred training rows would otherwise get a handful of
+            updates in all.
+        patience: epochs without a better validation score before training stops.
+        per_day: most edges per (node, day) the sampler considers (``0``: no limit); see
+            :class:`models.sampler.SamplerConfig`.
     """
 
-    fanouts: tuple[int, ...] = (12, 8)
-    aggregation: str = "mean"
-    epochs: int = 3
-    max_train_cutoffs: int | None = 12
+    fanouts: tuple[int, ...] = (12, 4)
+    aggregation: str = "sum"
+    epochs: int = 10
+    max_train_cutoffs: int | None = None
     lr: float = 0.003
     hidden: int = 64
+    max_steps_per_epoch: int = 120
+    min_steps_per_epoch: int = 30
+    patience: int = 3
+    per_day: int = 0
+
+    def batch_size(self, rows: int, largest: int) -> int:
+        """Rows per step for a table of ``rows`` rows: ``largest``, or smaller on small data (see
+        ``min_steps_per_epoch``), never below 32."""
+        return max(min(largest, 32), min(largest, rows // self.min_steps_per_epoch))
 
     def model_config(self) -> ModelConfig:
         return ModelConfig(hidden=self.hidden, head_hidden=self.hidden, embedding_dim=self.hidden,
@@ -60,7 +80,8 @@ class FitConfig:
         data: directory with the three H&M CSV files.
         out: artifacts directory; ``<out>/<task>/`` bundles and ``<out>/snapshot/``.
         tasks: tasks to train, in order.
-        epochs, max_train_cutoffs, lr, fanouts, hidden: override every task's recipe
+        epochs, max_train_cutoffs, lr, fanouts, hidden, max_steps_per_epoch, patience: override
+            every task's recipe
             (``max_train_cutoffs=0``: every training cutoff).
         compile: ``none``, ``dynamic`` or ``buckets`` for the training step.
         seed: seeds the model initialisation, shuffling and neighbour sampling.
@@ -85,6 +106,9 @@ class FitConfig:
     lr: float | None = None
     fanouts: tuple[int, ...] | None = None
     hidden: int | None = None
+    max_steps_per_epoch: int | None = None
+    patience: int | None = None
+    per_day: int | None = None
     compile: str = "none"
     seed: int = 0
     batch_size: int = 256
@@ -100,10 +124,13 @@ class FitConfig:
 
     def __post_init__(self) -> None:
         positive = {"epochs": self.epochs, "hidden": self.hidden, "batch_size": self.batch_size,
-                    "serve_batch_size": self.serve_batch_size}
+                    "serve_batch_size": self.serve_batch_size,
+                    "max_steps_per_epoch": self.max_steps_per_epoch, "patience": self.patience}
         for name, value in positive.items():
             if value is not None and value < 1:
                 raise FitError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.per_day is not None and self.per_day < 0:
+            raise FitError(f"--per-day must be 0 (no limit) or more, got {self.per_day}")
         if self.max_train_cutoffs is not None and self.max_train_cutoffs < 0:
             raise FitError(f"--max-train-cutoffs must be 0 (all) or more, got {self.max_train_cutoffs}")
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
@@ -125,7 +152,8 @@ class FitConfig:
 
     def recipe(self, task: str) -> TaskRecipe:
         """The task's recipe with this config's overrides applied."""
-        names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden")
+        names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden", "max_steps_per_epoch", "patience",
+                 "per_day")
         overrides = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         if overrides.get("max_train_cutoffs") == 0:
             overrides["max_train_cutoffs"] = None
@@ -140,15 +168,25 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", type=Path, required=True, help="directory with the three H&M CSV files")
     p.add_argument("--task", required=True, choices=[*TASKS, ALL_TASKS], help="task to train, or all")
     p.add_argument("--out", type=Path, required=True, help="artifacts directory (bundles and snapshot)")
-    p.add_argument("--epochs", type=int, help="passes over the training rows (default: per task)")
+    p.add_argument("--epochs", type=int, help=f"most epochs (default: {TaskRecipe.epochs})")
+    p.add_argument("--max-steps-per-epoch", type=int,
+                   help="most batches per epoch, drawn from every cutoff "
+                        f"(default: {TaskRecipe.max_steps_per_epoch})")
+    p.add_argument("--patience", type=int,
+                   help="epochs without a better validation score before stopping "
+                        f"(default: {TaskRecipe.patience})")
     p.add_argument("--compile", default=d.compile, choices=STRATEGIES, help="training-step compile strategy")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--max-train-cutoffs", type=int,
-                   help="most recent weekly training cutoffs to use (default: per task; 0: all)")
+                   help="most recent weekly training cutoffs to use (default and 0: all)")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--lr", type=float, help="peak learning rate (default: per task)")
-    p.add_argument("--fanouts", type=int, nargs="+", help="neighbours per hop (default: per task)")
-    p.add_argument("--hidden", type=int, help="width of the GNN and heads (default: per task)")
+    p.add_argument("--lr", type=float, help=f"peak learning rate (default: {TaskRecipe.lr})")
+    p.add_argument("--fanouts", type=int, nargs="+",
+                   help=f"neighbours per hop (default: {list(TaskRecipe.fanouts)})")
+    p.add_argument("--per-day", type=int,
+                   help=f"most neighbours per node and day the sampler considers, 0: no limit "
+                        f"(default: {TaskRecipe.per_day})")
+    p.add_argument("--hidden", type=int, help=f"width of the GNN and heads (default: {TaskRecipe.hidden})")
     p.add_argument("--train-strategy", default=d.train_strategy, choices=SAMPLER_STRATEGIES,
                    help="neighbour sampling in training (serving samples the last neighbours)")
     p.add_argument("--weight-decay", type=float, default=d.weight_decay)
@@ -171,7 +209,9 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
         config = FitConfig(
             data=args.data, out=args.out, tasks=tuple(TASKS) if args.task == ALL_TASKS else (args.task,),
             epochs=args.epochs, max_train_cutoffs=args.max_train_cutoffs, lr=args.lr,
-            fanouts=tuple(args.fanouts) if args.fanouts else None, hidden=args.hidden, compile=args.compile,
+            fanouts=tuple(args.fanouts) if args.fanouts else None, hidden=args.hidden,
+            max_steps_per_epoch=args.max_steps_per_epoch, patience=args.patience, per_day=args.per_day,
+            compile=args.compile,
             seed=args.seed, batch_size=args.batch_size, train_strategy=args.train_strategy,
             weight_decay=args.weight_decay, serve_batch_size=args.serve_batch_size, threads=args.threads,
             warm_serving_cache=args.warm_serving_cache, rebuild_snapshot=args.rebuild_snapshot,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from models.quality import MODEL, baseline_warning, beats_baselines
 from training.fit.evaluate import Metrics
 from training.tasks.definitions import TASKS
 
-MODEL = "model"
+__all__ = ["baseline_warning", "metrics_document", "results_table", "split_result"]
 
 
 def split_result(model: Metrics, baselines: dict[str, Metrics]) -> dict[str, Any]:
@@ -16,9 +17,11 @@ def split_result(model: Metrics, baselines: dict[str, Metrics]) -> dict[str, Any
 
 
 def metrics_document(task: str, val: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
-    """The ``metrics.json`` of one task: primary metric, its direction, and both splits."""
+    """The ``metrics.json`` of one task: primary metric, its direction, both splits, and
+    ``beats_baselines`` (whether the model beats every baseline on validation, where it was selected)."""
     spec = TASKS[task]
     return {"task": task, "primary": spec.primary_metric, "higher_is_better": spec.higher_is_better,
+            "beats_baselines": beats_baselines(spec.primary_metric, spec.higher_is_better, val),
             "val": val, "test": test}
 
 

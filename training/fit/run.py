@@ -30,7 +30,7 @@ from training.fit.config import FitConfig, FitError, parse_args
 from training.fit.data import prepare_snapshot, task_splits
 from training.fit.evaluate import Metrics, evaluate_baselines, evaluate_model
 from training.fit.loop import LRSchedule, Trainer
-from training.fit.report import metrics_document, results_table, split_result
+from training.fit.report import baseline_warning, metrics_document, results_table, split_result
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns
 from training.tasks.table import TaskTable
@@ -57,10 +57,12 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     if hasattr(model.head, "scale"):  # sales: the head learns in units of a selling article's typical week
         sold = tables["train"].label[tables["train"].label > 0]
         model.head.scale.fill_(float(sold.mean()) if len(sold) else 1.0)
-    train_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, config.train_strategy))
-    batches = TrainBatches(snapshot, tables["train"], train_sampler, spec.entity_type, config.batch_size,
-                           config.seed)
-    serve_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, "last"))
+    train_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, config.train_strategy,
+                                                            recipe.per_day))
+    batch_size = recipe.batch_size(len(tables["train"]), config.batch_size)
+    batches = TrainBatches(snapshot, tables["train"], train_sampler, spec.entity_type, batch_size,
+                           config.seed, recipe.max_steps_per_epoch)
+    serve_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, "last", recipe.per_day))
     serve_ladder = fitted_ladder(snapshot, serve_sampler, spec.entity_type, config.serve_batch_size,
                                  config.seed)
     bundle = BundleConfig(task=task, model=model.config, sampler=train_sampler.config,
@@ -76,24 +78,37 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     trainer = Trainer(model, batches, schedule, recipe.epochs, config.weight_decay, config.compile,
                       config.progress)
     best_epoch, best_val, best_state = -1, {}, {}
+    epochs_run = 0
     for epoch in range(recipe.epochs):
+        model.train()
         loss = trainer.run_epoch(epoch)
+        model.eval()  # evaluation (and the purchase article keys) never run in training mode
         val = score(inference, tables["val"], "val")
+        epochs_run = epoch + 1
         log(config, f"{task} epoch {epoch + 1}: train loss {loss:.4f}, "
                     f"val {spec.primary_metric} {val[spec.primary_metric]:.4f}")
         if best_epoch < 0 or improves(val[spec.primary_metric], best_val[spec.primary_metric],
                                       spec.higher_is_better):
             best_epoch, best_val = epoch, val
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        elif epoch - best_epoch >= recipe.patience:
+            log(config, f"{task}: stopping early, no better validation score for {recipe.patience} epochs")
+            break
     model.load_state_dict(best_state)
+    model.eval()
 
     # test the selected weights, write the bundle, optionally warm its serving compile cache
     test = score(inference, tables["test"], "test")
     document = metrics_document(task, split_result(best_val, baselines["val"]),
                                 split_result(test, baselines["test"]))
+    warning = baseline_warning(document)
+    if warning:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     bundle.training = {
-        "epochs": recipe.epochs, "best_epoch": best_epoch + 1, "seed": config.seed, "lr": recipe.lr,
-        "batch_size": config.batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
+        "epochs": recipe.epochs, "epochs_run": epochs_run, "best_epoch": best_epoch + 1,
+        "max_steps_per_epoch": recipe.max_steps_per_epoch, "steps_per_epoch": len(batches),
+        "seed": config.seed, "lr": recipe.lr,
+        "batch_size": batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
         "train_rows": len(tables["train"]), "sampler_strategy": config.train_strategy,
         "compile": config.compile, "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
         "graphs_compiled_per_epoch": trainer.graphs_per_epoch,
@@ -131,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     except FitError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    print(results_table(documents))
+    print(results_table(documents, "val"))
+    print(results_table(documents, "test"))
     return 0
 
 

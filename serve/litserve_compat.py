@@ -1,0 +1,141 @@
+"""Every LitServe name this project uses beyond LitServe's public API, in one module.
+
+Read from **litserve 0.2.19** (``pip show litserve``; pyproject.toml pins ``>=0.2.19,<0.3``).
+Public API here means what ``litserve`` and ``litserve.loops`` export (``LitAPI``, ``LitServer``,
+``BatchedLoop``); everything below is underscore-prefixed or undocumented, read from the 0.2.19
+sources, and may change in any release. An upgrade checks this file against the new sources
+(``litserve/server.py``, ``litserve/loops/base.py``, ``litserve/utils.py``) and touches no other:
+serve/ and the tests import these names from here only.
+
+What each one is for:
+
+* :func:`collate_requests`, :data:`SENTINEL`, :class:`StopLoopError`: the batched loop's queue
+  reader (``serve.batching``) reuses LitServe's batch collection, its shutdown sentinel and stop signal.
+* :class:`LitAPIStatus`, :class:`LoopResponseType`, :class:`WorkerSetupStatus`: the status values
+  LitServe passes between API servers, workers and the main process.
+* :class:`MessageTransport`: the worker-to-API-server transport interface (tests fake it).
+* the server accessors: the SIGTERM drain sets LitServe's shutdown event and marks workers failed;
+  a failed start-up stops the workers and the Manager; ``/metrics`` reads queue depths.
+* :class:`LitServer`: LitServe's server with one shutdown fix. With ``fast_queue=True`` its
+  graceful shutdown first closes the ZeroMQ transport of the main process, which never opened a
+  socket (only workers and API servers do), and ``ZMQTransport.close`` then raises ``ValueError``
+  before any worker or API server is stopped: the process exits 1 and leaves orphans. Its
+  request queues put from a thread (:class:`BackgroundPutQueue`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from queue import SimpleQueue
+from typing import Any
+
+import litserve as ls
+from litserve.loops.base import _SENTINEL_VALUE as SENTINEL
+from litserve.loops.base import _StopLoopError as StopLoopError
+from litserve.loops.base import collate_requests
+from litserve.transport.base import MessageTransport
+from litserve.transport.zmq_transport import ZMQTransport
+from litserve.utils import LitAPIStatus, LoopResponseType, WorkerSetupStatus
+
+LITSERVE_VERSION_READ = "0.2.19"
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "LITSERVE_VERSION_READ", "SENTINEL", "BackgroundPutQueue", "LitAPIStatus", "LitServer",
+    "LoopResponseType",
+    "MessageTransport", "StopLoopError", "WorkerSetupStatus", "collate_requests", "inference_workers",
+    "manager", "request_queue", "set_restart_workers", "set_worker_id", "shutdown_event",
+    "workers_setup_status",
+]
+
+
+class BackgroundPutQueue:
+    """A Manager queue whose ``put`` returns at once; a thread of the putting process sends it.
+
+    LitServe's request handler calls ``request_queue.put`` on a Manager proxy inside the API
+    server's event loop: a blocking round trip to the Manager process per request, during which
+    that API server parses, validates and answers nothing. Here ``put`` appends to an in-process
+    queue and one sender thread per process does the round trips in order (the socket wait
+    releases the GIL, so the event loop runs meanwhile). ``get``, ``qsize`` and the rest go to the
+    Manager queue itself, and a pickled copy (what a spawned worker receives) is the plain proxy.
+    """
+
+    def __init__(self, queue: Any) -> None:
+        self._queue = queue
+        self._pid: int | None = None
+        self._pending: SimpleQueue | None = None
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        if self._pid != os.getpid():  # first put in this (forked) process: threads do not survive fork
+            self._pending, self._pid = SimpleQueue(), os.getpid()
+            threading.Thread(target=self._send, args=(self._pending,), name="relserve-queue-put",
+                             daemon=True).start()
+        self._pending.put(item)
+
+    def _send(self, pending: SimpleQueue) -> None:
+        while True:
+            item = pending.get()
+            try:
+                self._queue.put(item)
+            except (OSError, EOFError) as e:  # the Manager is gone (shutting down); the deadline answers
+                log.warning("request not queued: %s", e)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._queue, name)
+
+    def __reduce__(self) -> Any:
+        return self._queue.__reduce__()
+
+
+class LitServer(ls.LitServer):
+    """``litserve.LitServer`` whose shutdown also works with ``fast_queue=True`` (module docstring)."""
+
+    def _init_manager(self, num_api_servers: int) -> Any:
+        manager = super()._init_manager(num_api_servers)
+        for path, queue in list(self.litapi_request_queues.items()):
+            self.litapi_request_queues[path] = BackgroundPutQueue(queue)
+        return manager
+
+    def _perform_graceful_shutdown(self, manager: Any, uvicorn_workers: dict,
+                                   shutdown_reason: str = "normal") -> None:
+        transport = getattr(self, "_transport", None)
+        if isinstance(transport, ZMQTransport) and transport._zmq is None:
+            transport.close = lambda **kwargs: None  # nothing opened in this process, nothing to close
+        super()._perform_graceful_shutdown(manager, uvicorn_workers, shutdown_reason)
+
+
+def shutdown_event(server: ls.LitServer) -> Any | None:
+    """The Manager event whose ``set()`` makes ``LitServer.run`` shut down (``None`` before run)."""
+    return server._shutdown_event
+
+
+def workers_setup_status(server: ls.LitServer) -> Any:
+    """``{"<task>_<worker id>": WorkerSetupStatus}``, a Manager dict (exists once run() started)."""
+    return server.workers_setup_status
+
+
+def inference_workers(server: ls.LitServer) -> list:
+    """The inference worker processes (exists once run() started)."""
+    return getattr(server, "inference_workers", [])
+
+
+def manager(server: ls.LitServer) -> Any | None:
+    """LitServe's ``multiprocessing.Manager`` (request queues, setup status), ``None`` before run."""
+    return getattr(server.transport_config, "manager", None)
+
+
+def request_queue(server: ls.LitServer, api_path: str) -> Any:
+    """The request queue of one API path (exists once run() started)."""
+    return server.litapi_request_queues[api_path]
+
+
+def set_restart_workers(loop: Any, restart: bool) -> None:
+    """What ``inference_worker`` sets on a loop; with it on, LitServe sends a START per request."""
+    loop._restart_workers = restart
+
+
+def set_worker_id(loop: Any, worker_id: int) -> None:
+    """The worker id a loop stamps on its responses (a worker reads it from ``LITSERVE_WORKER_ID``)."""
+    loop._worker_id = worker_id
