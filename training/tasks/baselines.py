@@ -11,26 +11,19 @@ exist. Rows are grouped by seed time, and each group reads only ``day < seed_tim
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 
 from models.registry import TASKS as TASK_SPECS
 from models.tables import Transactions
-from training.tasks.day_windows import day_slice, sort_by_day
+from training.tasks.day_windows import day_slice, popular_articles, seed_groups, sort_by_day
 
 # Named by the registry's entries (looked up by name below).
 from training.tasks.gbdt_model import lightgbm_churn, lightgbm_purchase, lightgbm_sales  # noqa: F401
 from training.tasks.table import TaskTable
 
 Baseline = Callable[[Transactions, TaskTable], np.ndarray]
-
-
-def _seed_groups(table: TaskTable) -> Iterator[tuple[int, np.ndarray]]:
-    """``(seed_time, rows)`` for each distinct seed time of the table."""
-    times, inverse = np.unique(table.seed_time, return_inverse=True)
-    for i, seed_time in enumerate(times):
-        yield int(seed_time), np.flatnonzero(inverse == i)
 
 
 def _dense_lookup(keys: np.ndarray, size: int) -> np.ndarray:
@@ -55,7 +48,7 @@ def churn_recency_frequency(tx: Transactions, table: TaskTable, weeks: int = 4) 
     tx = sort_by_day(tx)
     span = 7 * weeks
     score = np.empty(len(table), dtype=np.float64)
-    for seed_time, rows in _seed_groups(table):
+    for seed_time, rows in seed_groups(table.seed_time):
         hist = day_slice(tx, seed_time - span, seed_time - 1)
         customers = np.unique(table.entity[rows])
         size = max(int(customers.max()), int(tx.customer[hist].max(initial=0))) + 1
@@ -80,7 +73,7 @@ def sales_last_week(tx: Transactions, table: TaskTable) -> np.ndarray:
     """
     tx = sort_by_day(tx)
     pred = np.empty(len(table), dtype=np.float64)
-    for seed_time, rows in _seed_groups(table):
+    for seed_time, rows in seed_groups(table.seed_time):
         week = day_slice(tx, seed_time - 7, seed_time - 1)
         size = max(int(table.entity[rows].max()), int(tx.article[week].max(initial=0))) + 1
         sales = np.bincount(tx.article[week], weights=tx.price[week], minlength=size)
@@ -89,15 +82,9 @@ def sales_last_week(tx: Transactions, table: TaskTable) -> np.ndarray:
 
 
 def _popular(tx: Transactions, seed_time: int, k: int) -> np.ndarray:
-    """``(k,)`` the ``k`` most-bought articles (rows counted) of the 7 days before ``seed_time``.
-
-    Ties go to the lower article index; ``-1`` pads when fewer than ``k`` articles sold.
-    """
-    week = day_slice(tx, seed_time - 7, seed_time - 1)
-    counts = np.bincount(tx.article[week])
-    top = np.argsort(-counts, kind="stable")[:k]
-    top = top[counts[top] > 0]
-    return np.concatenate([top, np.full(k - len(top), -1)]).astype(np.int64)
+    """``(k,)`` :func:`popular_articles`, padded with ``-1`` when fewer than ``k`` articles sold."""
+    top = popular_articles(tx, seed_time, k)
+    return np.concatenate([top, np.full(k - len(top), -1, dtype=np.int64)])
 
 
 def purchase_popular(tx: Transactions, table: TaskTable, k: int = 12) -> np.ndarray:
@@ -108,7 +95,7 @@ def purchase_popular(tx: Transactions, table: TaskTable, k: int = 12) -> np.ndar
     """
     tx = sort_by_day(tx)
     pred = np.empty((len(table), k), dtype=np.int64)
-    for seed_time, rows in _seed_groups(table):
+    for seed_time, rows in seed_groups(table.seed_time):
         pred[rows] = _popular(tx, seed_time, k)
     return pred
 
@@ -174,7 +161,7 @@ def purchase_repeat(tx: Transactions, table: TaskTable, k: int = 12) -> np.ndarr
     """
     tx = sort_by_day(tx)
     pred = np.empty((len(table), k), dtype=np.int64)
-    for seed_time, rows in _seed_groups(table):
+    for seed_time, rows in seed_groups(table.seed_time):
         customers, inverse = np.unique(table.entity[rows], return_inverse=True)
         stop = int(np.searchsorted(tx.day, seed_time, side="left"))
         own = _last_distinct_articles(tx, stop, customers, k)

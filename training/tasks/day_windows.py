@@ -7,6 +7,8 @@ binary search, so a window costs its own size instead of a pass over all 31.8M r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from models.tables import Transactions
@@ -48,3 +50,21 @@ def seen_mask(index: np.ndarray, size: int) -> np.ndarray:
     mask = np.zeros(size, dtype=bool)
     mask[index] = True
     return mask
+
+
+def seed_groups(seed_time: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """``(seed_time, rows)`` for each distinct value of a table's ``(N,)`` ``seed_time``."""
+    times, inverse = np.unique(seed_time, return_inverse=True)
+    for i, t in enumerate(times):
+        yield int(t), np.flatnonzero(inverse == i)
+
+
+def popular_articles(tx: Transactions, seed_time: int, k: int) -> np.ndarray:
+    """The up to ``k`` most-bought articles (rows counted) of the 7 days before ``seed_time``.
+
+    ``tx`` is day-sorted. Ties go to the lower article index; articles with no sale are left out.
+    """
+    week = day_slice(tx, seed_time - 7, seed_time - 1)
+    counts = np.bincount(tx.article[week])
+    top = np.argsort(-counts, kind="stable")[:k]
+    return top[counts[top] > 0].astype(np.int64)

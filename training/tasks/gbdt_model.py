@@ -10,7 +10,7 @@ thread (two threads on two busy cores ran 8x slower).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 
 import lightgbm as lgb
@@ -19,7 +19,7 @@ import numpy as np
 from models.registry import BINARY, LINK, REGRESSION
 from models.schema import ARTICLE, CUSTOMER
 from models.tables import Transactions
-from training.tasks.day_windows import sort_by_day
+from training.tasks.day_windows import seed_groups, sort_by_day
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns, categorical_positions, entity_features
 from training.tasks.gbdt_purchase import candidates, pair_categorical, pair_labels, top_k
@@ -37,12 +37,6 @@ PARAMS = {"learning_rate": 0.1, "num_leaves": 31, "max_bin": 63, "min_data_in_le
 OBJECTIVES = {BINARY: {"objective": "binary", "metric": "auc"},  # per task type of models.registry
               REGRESSION: {"objective": "l1", "metric": "l1"},
               LINK: {"objective": "binary", "metric": "map", "eval_at": [12]}}
-
-
-def _seed_groups(table: TaskTable) -> Iterator[tuple[int, np.ndarray]]:
-    times, inverse = np.unique(table.seed_time, return_inverse=True)
-    for i, seed_time in enumerate(times):
-        yield int(seed_time), np.flatnonzero(inverse == i)
 
 
 def _history(tx: Transactions, seed_time: int) -> Transactions:
@@ -81,7 +75,7 @@ def _node_baseline(task: str, tx: Transactions, table: TaskTable, columns: Entit
     """Churn and sales: one regressor/classifier on entity features per seed time of ``table``."""
     tx, entity_type = sort_by_day(tx), TASKS[task].entity_type
     pred = np.full(len(table), fallback, dtype=np.float64)
-    for seed_time, rows in _seed_groups(table):
+    for seed_time, rows in seed_groups(table.seed_time):
         past = _history(tx, seed_time)
         entity = table.entity[rows]
         plan = _fit_cutoffs(past, seed_time - 1)
@@ -127,7 +121,7 @@ def lightgbm_purchase(tx: Transactions, table: TaskTable, columns: EntityColumns
     """Top-``k`` articles: own-history and popular candidates re-ranked by LightGBM; ``(n, k)`` int64."""
     tx = sort_by_day(tx)
     pred = np.full((len(table), k), -1, dtype=np.int64)
-    for seed_time, rows in _seed_groups(table):
+    for seed_time, rows in seed_groups(table.seed_time):
         past = _history(tx, seed_time)
         customers, inverse = np.unique(table.entity[rows], return_inverse=True)
         plan = _fit_cutoffs(past, seed_time - 1, MAX_PAIR_CUTOFFS)

@@ -16,7 +16,7 @@ import numpy as np
 
 from models.schema import ARTICLE, CUSTOMER
 from models.tables import Transactions
-from training.tasks.day_windows import day_slice
+from training.tasks.day_windows import day_slice, popular_articles
 from training.tasks.gbdt_features import (
     NO_HISTORY_DAYS,
     EntityColumns,
@@ -59,14 +59,6 @@ def pair_categorical(columns: EntityColumns | None) -> list[int]:
         ARTICLE, columns, article_start)
 
 
-def _popular(tx: Transactions, seed_time: int, k: int) -> np.ndarray:
-    """The ``k`` most-bought articles (rows) of the 7 days before ``seed_time``, ties to the lower index."""
-    week = day_slice(tx, seed_time - 7, seed_time - 1)
-    counts = np.bincount(tx.article[week])
-    top = np.argsort(-counts, kind="stable")[:k]
-    return top[counts[top] > 0].astype(np.int64)
-
-
 def candidates(tx: Transactions, customers: np.ndarray, seed_time: int, num_articles: int,
                columns: EntityColumns | None) -> Candidates:
     """Candidate pairs and features for ``customers`` (unique, ascending) at ``seed_time``.
@@ -98,7 +90,7 @@ def candidates(tx: Transactions, customers: np.ndarray, seed_time: int, num_arti
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     own = order[rank < OWN]
 
-    popular = _popular(tx, seed_time, POPULAR)
+    popular = popular_articles(tx, seed_time, POPULAR)
     pop_key = (customers[:, None] * num_articles + popular[None, :]).ravel()
     all_key = np.unique(np.concatenate([pair_key[own], pop_key]))
     cand_c, cand_a = np.divmod(all_key, num_articles)
