@@ -27,10 +27,12 @@ from models.snapshot_files import (
     edge_array,
     fingerprint,
     load_arrays,
+    load_prefix_arrays,
     node_array,
     read_meta,
     write_meta,
 )
+from models.snapshot_prefix import SnapshotPrefix, compute_prefix, prefix_digest, snapshot_prefix
 from models.tables import NodeTable, RelTables, Transactions, lookup_sorted
 
 __all__ = ["GraphSnapshot", "SnapshotError"]
@@ -54,6 +56,8 @@ class GraphSnapshot:
         max_day: last transaction day.
         end_time: ``max_day + 1``, the seed time at which serving predicts.
         fingerprint: sha256 of the content, recorded and checked by checkpoint bundles.
+        prefix: the memory-mapped :mod:`models.snapshot_prefix` arrays; ``None`` in a snapshot built
+            before they were stored (:mod:`models.temporal_features` then computes them in memory).
     """
 
     directory: Path
@@ -69,6 +73,7 @@ class GraphSnapshot:
     max_day: int
     end_time: int
     fingerprint: str
+    prefix: SnapshotPrefix | None = None
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{t}s={n:,}" for t, n in self.num_nodes.items())
@@ -104,6 +109,9 @@ class GraphSnapshot:
         meta = read_meta(self.directory)
         if fingerprint(load_arrays(self.directory, meta), meta["features"]) != self.fingerprint:
             raise SnapshotError(f"{self.directory}: contents do not match the fingerprint in {META_FILE}")
+        prefix = load_prefix_arrays(self.directory, meta)
+        if prefix is not None and prefix_digest(prefix) != meta["prefix"]["sha256"]:
+            raise SnapshotError(f"{self.directory}: prefix arrays do not match the sha256 in {META_FILE}")
 
     @classmethod
     def open(cls, directory: str | Path) -> GraphSnapshot:
@@ -124,6 +132,7 @@ class GraphSnapshot:
             adjacency[direction] = TemporalCSR(
                 *(as_tensor(arrays[edge_array(direction, f)]) for f in ("rowptr", "col", "day"))
             )
+        prefix = load_prefix_arrays(directory, meta)
         return cls(
             directory=directory,
             ids={t: arrays[node_array(t, "ids")] for t in NODE_TYPES},
@@ -138,6 +147,8 @@ class GraphSnapshot:
             max_day=int(meta["max_day"]),
             end_time=int(meta["end_time"]),
             fingerprint=str(meta["fingerprint"]),
+            prefix=None if prefix is None else snapshot_prefix(
+                {name: as_tensor(a) for name, a in prefix.items()}, meta["prefix"]),
         )
 
     @classmethod
@@ -153,7 +164,7 @@ class GraphSnapshot:
         _check_tables(nodes, tx)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / META_FILE).unlink(missing_ok=True)  # mark incomplete until the end
-        steps = tqdm(total=len(NODE_TYPES) + len(DIRECTIONS) + 1, desc="snapshot", disable=not progress)
+        steps = tqdm(total=len(NODE_TYPES) + len(DIRECTIONS) + 2, desc="snapshot", disable=not progress)
         arrays: dict[str, np.ndarray] = {}
         for t, table in nodes.items():
             arrays |= _save(directory, _node_arrays(t, table))
@@ -168,6 +179,10 @@ class GraphSnapshot:
                 edge["price"] = tx.price[order].astype(np.float32)
             arrays |= _save(directory, {edge_array(direction, f): a for f, a in edge.items()})
             steps.update()
+        adjacency = {d: TemporalCSR(*(as_tensor(arrays[edge_array(d, f)]) for f in ("rowptr", "col", "day")))
+                     for d in DIRECTIONS}
+        prefix = write_prefix(directory, adjacency, arrays[edge_array(PRICE_DIRECTION, "price")])
+        steps.update()
         features = {t: _feature_meta(table) for t, table in nodes.items()}
         meta = {
             "format_version": FORMAT_VERSION,
@@ -178,11 +193,36 @@ class GraphSnapshot:
             "end_time": int(tx.day.max()) + 1,
             "features": features,
             "fingerprint": fingerprint(arrays, features),
+            "prefix": prefix,
         }
         steps.update()
         steps.close()
         write_meta(directory, meta)
         return cls.open(directory)
+
+
+def write_prefix(directory: Path, adjacency: dict[tuple[str, str], TemporalCSR],
+                 price: np.ndarray) -> dict[str, Any]:
+    """Compute and save the :mod:`models.snapshot_prefix` arrays; returns their ``meta.json`` entry."""
+    arrays, meta = compute_prefix(adjacency, price)
+    _save(directory, arrays)
+    return meta | {"sha256": prefix_digest(arrays)}
+
+
+def add_prefix(directory: str | Path) -> GraphSnapshot:
+    """Store the prefix arrays in a snapshot built without them (in place) and reopen it.
+
+    The fingerprint does not change, so the bundles trained on the snapshot still match it.
+
+    Raises:
+        SnapshotError: the snapshot cannot be opened.
+    """
+    directory = Path(directory)
+    snapshot = GraphSnapshot.open(directory)
+    meta = read_meta(directory)
+    meta["prefix"] = write_prefix(directory, snapshot.adjacency, snapshot.price.numpy())
+    write_meta(directory, meta)
+    return GraphSnapshot.open(directory)
 
 
 def _node_arrays(node_type: str, table: NodeTable) -> dict[str, np.ndarray]:

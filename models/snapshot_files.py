@@ -18,6 +18,7 @@ import torch
 
 from models.files import atomic_write
 from models.schema import ARTICLE, CUSTOMER, NODE_TYPES
+from models.snapshot_prefix import prefix_spec
 
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
@@ -88,6 +89,11 @@ def read_meta(directory: Path) -> dict[str, Any]:
         for key in ("min_day", "max_day", "end_time"):
             int(meta[key])
         str(meta["fingerprint"])
+        if "prefix" in meta:  # optional: snapshots built before it was stored compute it in memory
+            for dtype, _ in prefix_spec(meta["prefix"], int(meta["num_transactions"])).values():
+                np.dtype(dtype)
+            int(meta["prefix"]["min_day"]), int(meta["prefix"]["span"])
+            float(meta["prefix"]["mean_price"]), str(meta["prefix"]["sha256"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SnapshotError(f"{path}: missing or malformed field ({type(exc).__name__}: {exc})") from None
     return meta
@@ -115,8 +121,16 @@ def load_array(directory: Path, name: str, dtype: str, shape: tuple[int, ...]) -
 
 
 def load_arrays(directory: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Memory-map every array that ``meta`` calls for (see :func:`load_array`)."""
+    """Memory-map every array that ``meta`` calls for (see :func:`load_array`), prefix arrays excluded."""
     return {name: load_array(directory, name, *spec) for name, spec in expected_arrays(meta).items()}
+
+
+def load_prefix_arrays(directory: Path, meta: dict[str, Any]) -> dict[str, np.ndarray] | None:
+    """Memory-map the prefix arrays ``meta["prefix"]`` calls for; ``None`` if it records none."""
+    if "prefix" not in meta:
+        return None
+    spec = prefix_spec(meta["prefix"], int(meta["num_transactions"]))
+    return {name: load_array(directory, name, *s) for name, s in spec.items()}
 
 
 def as_tensor(array: np.ndarray) -> torch.Tensor:

@@ -13,18 +13,17 @@ edges. Only edges with ``day < seed_time`` count, exactly the edges the sampler 
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 import weakref
-from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from models.csr import TemporalCSR, sort_edges
-from models.schema import ARTICLE, CUSTOMER
+from models.snapshot_prefix import OTHER, EdgePrefix, in_memory_prefix
 
-OTHER = {CUSTOMER: ARTICLE, ARTICLE: CUSTOMER}
+log = logging.getLogger(__name__)
 WINDOWS_DAYS: tuple[int, ...] = (7, 14, 28, 91, 364)
 RECENCY_CAP_DAYS = 365
 FEATURE_NAMES: tuple[str, ...] = (
@@ -36,60 +35,21 @@ NUM_TEMPORAL = len(FEATURE_NAMES)
 _LOG_SCALE = 1.0 / 4.0
 
 
-@dataclass(frozen=True)
-class _Prefix:
-    """Per CSR: prefix sums over its edges, ``(E + 1,)`` each (price as float64, day starts), and
-    ``key`` ``(E,)`` int64 ``row * span + day - min_day``, sorted because rows are sorted by
-    ``(node, day)``: one ``searchsorted`` finds a row's edges before a day for every node at once."""
-
-    spend: Tensor
-    day_starts: Tensor
-    key: Tensor
-    min_day: int
-    span: int
-
-    def before(self, ids: Tensor, time: Tensor) -> Tensor:
-        """``(N,)`` int64: the CSR position of node ``ids``'s first edge with ``day >= time``."""
-        day = (time - self.min_day).clamp(min=0, max=self.span - 1)
-        return torch.searchsorted(self.key, ids * self.span + day)
+_IN_MEMORY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _prefix_sums(snapshot, node_type: str) -> tuple[_Prefix, float]:
-    """The prefix sums of ``node_type``'s CSR and the mean price (computed once per snapshot)."""
-    cached = _CACHE.get(snapshot)
-    if cached is None:
-        cached = _CACHE[snapshot] = _build_prefix(snapshot)
-    return cached[node_type], cached["mean_price"]
-
-
-def _build_prefix(snapshot) -> dict:
-    price_c = snapshot.price.numpy().astype(np.float64)  # in the customer CSR's edge order
-    customer_csr: TemporalCSR = snapshot.adjacency[(CUSTOMER, ARTICLE)]
-    article_csr: TemporalCSR = snapshot.adjacency[(ARTICLE, CUSTOMER)]
-    # The article CSR stores no prices: re-sort the customer-ordered edges by (article, day). Ties
-    # inside one (article, day) may come out in another order, which no prefix sum taken at a day
-    # boundary (all the windows here) can see.
-    order, _ = sort_edges(customer_csr.col.numpy(), customer_csr.day.numpy(), article_csr.num_rows)
-    prices = {CUSTOMER: price_c, ARTICLE: price_c[order]}
-    out: dict = {"mean_price": float(price_c.mean()) if len(price_c) else 1.0}
-    for node_type, csr in ((CUSTOMER, customer_csr), (ARTICLE, article_csr)):
-        day = csr.day.numpy()
-        starts = np.ones(len(day), dtype=np.int64)
-        if len(day):
-            starts[1:] = day[1:] != day[:-1]
-            starts[csr.rowptr.numpy()[:-1][np.diff(csr.rowptr.numpy()) > 0]] = 1  # a row's first edge
-        spend = np.concatenate([[0.0], np.cumsum(prices[node_type])])
-        count = np.concatenate([[0], np.cumsum(starts)])
-        min_day = int(day.min()) if len(day) else 0
-        span = (int(day.max()) if len(day) else 0) - min_day + 2  # days min_day .. max_day + 1
-        row = np.repeat(np.arange(csr.num_rows, dtype=np.int64), np.diff(csr.rowptr.numpy()))
-        key = row * span + (day.astype(np.int64) - min_day)
-        out[node_type] = _Prefix(torch.from_numpy(spend), torch.from_numpy(count), torch.from_numpy(key),
-                                 min_day, span)
-    return out
+def _prefix_sums(snapshot, node_type: str) -> tuple[EdgePrefix, float]:
+    """The prefix sums of ``node_type``'s CSR and the mean price: the snapshot's memory-mapped
+    arrays, or for a snapshot built without them, a private copy computed once per process."""
+    prefix = snapshot.prefix if getattr(snapshot, "prefix", None) is not None else _IN_MEMORY.get(snapshot)
+    if prefix is None:
+        started = time.perf_counter()
+        prefix = _IN_MEMORY[snapshot] = in_memory_prefix(snapshot.adjacency, snapshot.price.numpy())
+        size = sum(t.nbytes for e in prefix.edges.values() for t in (e.spend, e.day_starts, e.key))
+        log.warning("%s has no stored prefix arrays (built before they were): computed them in %.1fs, %d MB "
+                    "private to this process; store them once with: python -m models.upgrade_snapshot %s",
+                    snapshot.directory, time.perf_counter() - started, size // 2**20, snapshot.directory)
+    return prefix.edges[node_type], prefix.mean_price
 
 
 def _between(cumulative: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
