@@ -72,6 +72,18 @@ def temporal_features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) 
         and age as ``log1p(days) / log1p(cap)``; ``has_history`` 0/1.
     """
     ids, seed_time = ids.long(), seed_time.long()
+    if ids.numel() == 0:
+        return _features(snapshot, node_type, ids, seed_time)
+    # Each distinct (node, time) once, in sorted order: a sampled batch repeats popular nodes, and
+    # sorted queries make the binary searches over the E-edge key walk shared paths (2-3x faster
+    # than random order at 30M edges). Rows are computed independently, so the values are unchanged.
+    t0 = seed_time.min()
+    width = int(seed_time.max() - t0) + 1
+    pairs, inverse = torch.unique(ids * width + (seed_time - t0), return_inverse=True)
+    return _features(snapshot, node_type, pairs // width, pairs % width + t0).index_select(0, inverse)
+
+
+def _features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tensor:
     csr = snapshot.adjacency[(node_type, OTHER[node_type])]
     prefix, mean_price = _prefix_sums(snapshot, node_type)
     start, end = csr.rowptr.index_select(0, ids), prefix.before(ids, seed_time)

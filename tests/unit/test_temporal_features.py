@@ -97,3 +97,16 @@ def test_every_sampled_node_gets_its_features_at_its_seed_time(snapshot: GraphSn
         own = inputs.num[t][:, -len(FEATURE_NAMES):]
         want = temporal_features(snapshot, t, batch.node_ids[t], batch.seed_time[batch.batch[t]])
         torch.testing.assert_close(own, want)
+
+
+def test_a_batch_equals_each_row_alone(snapshot: GraphSnapshot) -> None:
+    # Batches are deduplicated and sorted internally: repeated and shuffled rows keep their own values.
+    rng = np.random.default_rng(1)
+    ids = torch.from_numpy(rng.integers(0, snapshot.num_nodes[ARTICLE], 64))
+    choices = [snapshot.min_day + 100, snapshot.min_day + 101, snapshot.end_time]
+    times = torch.from_numpy(rng.choice(choices, 64))
+    ids[10:20], times[10:20] = ids[0], times[0]
+    batch = temporal_features(snapshot, ARTICLE, ids, times)
+    alone = torch.cat([temporal_features(snapshot, ARTICLE, ids[i:i + 1], times[i:i + 1]) for i in range(64)])
+    assert torch.equal(batch, alone)
+    assert temporal_features(snapshot, ARTICLE, ids[:0], times[:0]).shape == (0, len(FEATURE_NAMES))
