@@ -212,13 +212,16 @@ def write_prefix(directory: Path, adjacency: dict[tuple[str, str], TemporalCSR],
 def add_prefix(directory: str | Path) -> GraphSnapshot:
     """Store the prefix arrays in a snapshot built without them (in place) and reopen it.
 
-    The fingerprint does not change, so the bundles trained on the snapshot still match it.
+    The fingerprint does not change, so the bundles trained on the snapshot still match it. A
+    snapshot that has them is left alone (rewriting files a running server maps would crash it).
 
     Raises:
         SnapshotError: the snapshot cannot be opened.
     """
     directory = Path(directory)
     snapshot = GraphSnapshot.open(directory)
+    if snapshot.prefix is not None:
+        return snapshot
     meta = read_meta(directory)
     meta["prefix"] = write_prefix(directory, snapshot.adjacency, snapshot.price.numpy())
     write_meta(directory, meta)

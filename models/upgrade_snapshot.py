@@ -18,13 +18,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = OneLineErrors(prog="python -m models.upgrade_snapshot", description=__doc__.splitlines()[0])
     parser.add_argument("snapshot", type=Path, help="snapshot directory (e.g. artifacts/snapshot)")
     args = parser.parse_args(argv)
-    from models.snapshot import SnapshotError, add_prefix
+    from models.snapshot import GraphSnapshot, SnapshotError, add_prefix
 
     started = time.perf_counter()
     try:
+        had = GraphSnapshot.open(args.snapshot).prefix is not None
         snapshot = add_prefix(args.snapshot)
     except SnapshotError as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
+    if had:
+        print(f"{snapshot}: already has its prefix arrays; nothing to do")
+        return 0
     print(f"{snapshot}: prefix arrays stored in {time.perf_counter() - started:.1f}s "
           f"(fingerprint {snapshot.fingerprint[:12]} unchanged)")
     return 0

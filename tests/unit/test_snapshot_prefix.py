@@ -91,6 +91,8 @@ def test_upgrade_adds_identical_arrays_and_keeps_the_fingerprint(snapshot_dir: P
     for name in (array_name(t, f) for t in NODE_TYPES for f in FIELDS):
         added, built = (np.load(d / f"{name}.npy") for d in (old_snapshot, snapshot_dir))
         assert added.dtype == built.dtype and np.array_equal(added, built), name
+    assert upgrade_main([str(old_snapshot)]) == 0  # a second run leaves the mapped files alone
+    assert "nothing to do" in capsys.readouterr().out
 
 
 def test_upgrade_of_a_missing_snapshot_is_one_line(tmp_path: Path,
