@@ -10,6 +10,7 @@ to the batch size, whose compile cache is kept with the bundle like the server's
 
 from __future__ import annotations
 
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,9 +154,18 @@ def say(config: ScoreConfig, message: str) -> None:
         print(f"{PROG}: {message}", file=sys.stderr, flush=True)
 
 
+class Terminated(Exception):
+    """SIGTERM, raised in the main thread so the file being written is removed on the way out."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the process exit code."""
     config = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         run(config)
     except ScoreError as e:
@@ -164,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: error: interrupted (no partial file was left)", file=sys.stderr)
         return 130
+    except Terminated:
+        print(f"{PROG}: error: terminated (no partial file was left)", file=sys.stderr)
+        return 143
     return 0
 
 

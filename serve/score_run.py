@@ -50,15 +50,18 @@ class ScoreReport:
         return self.rows / self.seconds if self.seconds > 0 else 0.0
 
 
-def batches(inference: TaskInference, batch_size: int) -> Iterator[tuple[torch.Tensor, InferenceResult]]:
-    """``(entity, result)`` for consecutive ``(batch_size,)`` slices of every entity index, in order
-    (the last slice may be shorter); the seed time is the snapshot's end, as the server's.
+def batches(inference: TaskInference, batch_size: int,
+            limit: int | None = None) -> Iterator[tuple[torch.Tensor, InferenceResult]]:
+    """``(entity, result)`` for consecutive ``(batch_size,)`` slices of every entity index (or the
+    first ``limit``), in order (the last slice may be shorter); the seed time is the snapshot's end,
+    as the server's.
 
     The next batch is sampled in a second thread while the model runs this one: sampling is
     torch ops that release the GIL, and the compiled kernels run single-threaded, so on two
     cores both stages overlap. The first batch runs alone: it builds the snapshot's lazy caches.
     """
     total = inference.snapshot.num_nodes[inference.entity_type]
+    total = total if limit is None else min(total, limit)
     k = TASKS[inference.task].k
     starts = range(0, total, batch_size)
     slices = [torch.arange(s, min(total, s + batch_size), dtype=torch.long) for s in starts]
