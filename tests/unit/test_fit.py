@@ -215,3 +215,15 @@ def test_the_plan_is_said_before_training_and_the_time_budget_stops_between_epoc
     assert (training["epochs_run"], training["steps_run"], training["best_epoch"]) == (1, 2, 1)
     assert training["stopped_by_time_budget"] is True and training["time_budget_seconds"] < 1
     assert (out / "churn" / METRICS_FILE).is_file()
+
+
+def test_validation_keeps_a_fixed_random_subset_of_at_most_max_val_rows(trained_artifacts: Path) -> None:
+    snapshot = GraphSnapshot.open(trained_artifacts / SNAPSHOT_DIR)
+    tx = snapshot.transactions()
+    full = task_splits("churn", tx, snapshot, None)
+    capped = task_splits("churn", tx, snapshot, None, max_val_rows=50, seed=3)
+    assert len(full["val"]) > 50 and len(capped["val"]) == 50 and len(capped["test"]) == len(full["test"])
+    again = task_splits("churn", tx, snapshot, None, max_val_rows=50, seed=3)["val"]
+    assert np.array_equal(again.entity, capped["val"].entity)
+    pairs = set(zip(full["val"].entity.tolist(), full["val"].label.tolist(), strict=True))
+    assert set(zip(capped["val"].entity.tolist(), capped["val"].label.tolist(), strict=True)) <= pairs

@@ -50,9 +50,10 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     started = time.perf_counter()
     share = budget.start_task()
     spec, recipe = TASKS[task], config.recipe(task)
-    tables = task_splits(task, tx, snapshot, recipe.max_train_cutoffs)
+    clock = time.perf_counter()
+    tables = task_splits(task, tx, snapshot, recipe.max_train_cutoffs, config.max_val_rows, config.seed)
     log(config, f"{task}: {len(tables['train']):,} training rows, {len(tables['val']):,} val, "
-                f"{len(tables['test']):,} test; {recipe}")
+                f"{len(tables['test']):,} test ({time.perf_counter() - clock:.1f} s); {recipe}")
 
     # the model, its training batches, and the bundle config with the serving bucket ladder
     torch.manual_seed(config.seed)
@@ -126,7 +127,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         "steps_run": trainer.steps_done,
         "seed": config.seed, "lr": recipe.lr,
         "batch_size": batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
-        "train_rows": len(tables["train"]), "sampler_strategy": config.train_strategy,
+        "train_rows": len(tables["train"]), "val_rows": len(tables["val"]),
+        "sampler_strategy": config.train_strategy,
         "compile": config.compile, "stopped_by_time_budget": stopped_by_budget,
         "time_budget_seconds": None if share is None else round(share, 1),
         "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
