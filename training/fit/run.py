@@ -32,6 +32,7 @@ from training.fit.data import prepare_snapshot, task_splits
 from training.fit.evaluate import Metrics, evaluate_baselines, evaluate_model
 from training.fit.loop import LRSchedule, Trainer
 from training.fit.report import baseline_warning, metrics_document, results_table, split_result
+from training.tasks.day_windows import sort_by_day
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns
 from training.tasks.table import TaskTable
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(config.threads)
     try:
         snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress)
-        tx = snapshot.transactions()
+        tx = sort_by_day(snapshot.transactions())  # once: the tasks and baselines read day windows
         seconds = None if config.time_budget is None else config.time_budget * 60
         budget = TimeBudget(seconds, len(config.tasks))
         documents = [fit_task(config, task, snapshot, tx, budget) for task in config.tasks]
