@@ -12,6 +12,7 @@ Ends with one table of model vs baselines on the test week.
 
 from __future__ import annotations
 
+import resource
 import sys
 import time
 from typing import Any
@@ -141,8 +142,9 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
                                          max_batch_size=config.serve_batch_size).warm_up()
         log(config, f"{task}: serving compile cache {'saved' if warm.cache_saved else 'not saved'} "
                     f"({warm.buckets} buckets, {warm.seconds:.1f} s)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
     log(config, f"{task}: best epoch {best_epoch + 1}, wrote {config.out / task} "
-                f"({time.perf_counter() - started:.1f} s)")
+                f"({time.perf_counter() - started:.1f} s, peak memory of the run so far {peak:.1f} GiB)")
     return document
 
 
