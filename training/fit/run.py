@@ -8,10 +8,14 @@ epoch), keep the epoch with the best validation score (measured through the serv
 path), score it on the test week next to every baseline, and write the bundle
 ``ARTIFACTS/<task>/`` (weights, config, metrics.json) beside the snapshot ``ARTIFACTS/snapshot/``.
 Ends with one table of model vs baselines on the test week.
+
+Under ``torchrun --nproc-per-node N -m training.fit ...`` the N processes train one model with
+DistributedDataParallel and rank 0 alone evaluates, logs and writes (:mod:`training.fit.distributed`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from typing import Any
@@ -25,6 +29,7 @@ from models.model import TaskModel
 from models.sampler import SamplerConfig, TemporalSampler
 from models.snapshot import GraphSnapshot
 from models.tables import Transactions
+from training.fit import distributed
 from training.fit.batches import TrainBatches
 from training.fit.config import FitConfig, FitError, parse_args
 from training.fit.data import prepare_snapshot, task_splits
@@ -68,9 +73,10 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     bundle = BundleConfig(task=task, model=model.config, sampler=train_sampler.config,
                           specs=table_specs(snapshot), ladders={spec.entity_type: serve_ladder},
                           max_batch_size=config.serve_batch_size, fingerprint=snapshot.fingerprint)
-    inference = TaskInference(bundle, model, snapshot, compile="none")
+    inference = TaskInference(bundle, model, snapshot, compile="none", device=distributed.device())
     columns = EntityColumns.from_snapshot(snapshot)
-    baselines = {split: evaluate_baselines(task, tx, tables[split], columns) for split in ("val", "test")}
+    baselines = {split: evaluate_baselines(task, tx, tables[split], columns)
+                 for split in ("val", "test") if distributed.is_main()}
 
     # train; keep the weights of the epoch with the best validation score
     schedule = LRSchedule(recipe.lr, recipe.epochs * len(batches), config.warmup_fraction,
@@ -83,7 +89,7 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         model.train()
         loss = trainer.run_epoch(epoch)
         model.eval()  # evaluation (and the purchase article keys) never run in training mode
-        val = score(inference, tables["val"], "val")
+        val = distributed.from_main(lambda: score(inference, tables["val"], "val"))  # all stop together
         epochs_run = epoch + 1
         log(config, f"{task} epoch {epoch + 1}: train loss {loss:.4f}, "
                     f"val {spec.primary_metric} {val[spec.primary_metric]:.4f}")
@@ -96,6 +102,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
             break
     model.load_state_dict(best_state)
     model.eval()
+    if not distributed.is_main():
+        return {}
 
     # test the selected weights, write the bundle, optionally warm its serving compile cache
     test = score(inference, tables["test"], "test")
@@ -113,6 +121,7 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         "compile": config.compile, "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
         "graphs_compiled_per_epoch": trainer.graphs_per_epoch,
         "seconds": round(time.perf_counter() - started, 1)}
+    bundle.training["processes"] = distributed.world_size()  # >1: trained under torchrun (DDP)
     save_bundle(config.out / task, bundle, model, document)
     if config.warm_serving_cache:
         warm = TaskInference.from_bundle(config.out / task, snapshot, compile="buckets",
@@ -137,15 +146,24 @@ def score(inference: TaskInference, table: TaskTable, split: str) -> Metrics:
 
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
+    distributed.init_from_env()
+    main_rank = distributed.is_main()
+    if not main_rank:  # one writer: only rank 0 logs, builds the snapshot, writes bundles
+        config = dataclasses.replace(config, progress=False, rebuild_snapshot=False)
     if config.threads:
         torch.set_num_threads(config.threads)
     try:
-        snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress)
+        with distributed.main_first():
+            snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress)
         tx = snapshot.transactions()
         documents = [fit_task(config, task, snapshot, tx) for task in config.tasks]
     except FitError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        distributed.shutdown()
+    if not main_rank:
+        return 0
     print(results_table(documents, "val"))
     print(results_table(documents, "test"))
     return 0
