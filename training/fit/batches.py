@@ -84,17 +84,18 @@ class TrainBatches:
     def __iter__(self) -> Iterator[Batch]:
         order = torch.from_numpy(self.rng.permutation(len(self.table))[:len(self) * self.batch_size])
         positives = self._draw_positives() if self.table.is_link else None
-        for start in range(0, len(order), self.batch_size):
-            yield self.batch(self._shard(order[start:start + self.batch_size], order), positives)
+        for rows in self.shards(order):
+            yield self.batch(rows, positives)
 
-    def _shard(self, rows: Tensor, order: Tensor) -> Tensor:
-        """This rank's part of the batch ``rows``; a batch smaller than the world is topped up from
-        the epoch's first rows, so no rank is left without rows for a step."""
-        if self.world == 1:
-            return rows
-        if len(rows) < self.world:
-            rows = torch.cat([rows, order[:self.world - len(rows)]])
-        return rows.tensor_split(self.world)[self.rank]
+    def shards(self, order: Tensor) -> Iterator[Tensor]:
+        """This rank's rows of each batch of the epoch's row ``order`` ``(n,)``: its part of every
+        ``batch_size`` rows; a batch smaller than the world is topped up from the epoch's first
+        rows, so no rank is left without rows for a step."""
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            if self.world > 1 and len(rows) < self.world:
+                rows = torch.cat([rows, order[:self.world - len(rows)]])
+            yield rows.tensor_split(self.world)[self.rank]
 
     def batch(self, rows: Tensor, positives: tuple[Tensor, Tensor] | None = None) -> Batch:
         """The batch of table rows ``rows`` ``(B,)``; purchase draws ``positives`` if not given."""
