@@ -128,12 +128,14 @@ def mean(value: Tensor) -> Tensor:
 
 @contextmanager
 def main_first() -> Iterator[None]:
-    """Rank 0 runs the block first (e.g. builds the snapshot on disk), the others after it is done."""
+    """Runs the block (e.g. open or build the snapshot on disk) on rank 0 first, then on the first
+    process of every other machine, then on the rest: on a shared filesystem the later ones find
+    rank 0's result, without one each machine builds its own once, and never two processes at once."""
     if not dist.is_initialized():
         yield
         return
-    if not is_main():
-        dist.barrier()
-    yield
-    if is_main():
+    turn = 0 if is_main() else 1 if int(os.environ.get("LOCAL_RANK", 0)) == 0 else 2
+    for phase in range(3):
+        if phase == turn:
+            yield
         dist.barrier()

@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     distributed.init_from_env()
     main_rank = distributed.is_main()
-    if not main_rank:  # one writer: only rank 0 logs, builds the snapshot, writes bundles
+    if not main_rank:  # one writer: only rank 0 logs, evaluates and writes (and rebuilds a snapshot)
         config = dataclasses.replace(config, progress=False, rebuild_snapshot=False)
     if config.threads:
         torch.set_num_threads(config.threads)
