@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -68,11 +67,13 @@ class TrainStep(Runner):
         self.optimizer = optimizer
         self.device = next(model.parameters()).device
 
-        step_loss = partial(_step_loss, model) if wrap is None else wrap(StepLoss(model))
+        if wrap is not None:  # compiled inside the wrapper: Dynamo cannot trace DDP's own forward
+            self.loss_fn = wrap(compile_function(StepLoss(model), config, self.device, self.num_graphs))
+            return
 
         def loss_fn(inputs: ModelInputs, target: Tensor | ModelInputs, weight: Tensor,
                     log_q: Tensor | None, extras: PurchaseExtras | None) -> Tensor:
-            return step_loss(inputs, target, weight, log_q, extras)
+            return _step_loss(model, inputs, target, weight, log_q, extras)
 
         self.loss_fn = compile_function(loss_fn, config, self.device, self.num_graphs)
 

@@ -95,14 +95,16 @@ def wrap(module: nn.Module) -> nn.Module:
     """``module`` in DistributedDataParallel when a group is active (gradients averaged over the
     ranks in ``backward``), else ``module`` itself.
 
-    ``find_unused_parameters``: the last GNN layer's convolutions into the node type the head does
-    not read (articles for churn, customers for sales) get no gradient, and without it DDP waits
-    for them forever; it costs one walk of the autograd graph per step.
+    ``static_graph``: the last GNN layer's convolutions into the node type the head does not read
+    (articles for churn, customers for sales) never get a gradient, and DDP would wait for them
+    forever; a static graph records in the first step which parameters got one and skips the rest
+    from then on (``find_unused_parameters`` would walk the autograd graph every step instead, and
+    cannot see through a compiled backward, which takes every parameter).
     """
     if not dist.is_initialized():
         return module
     ids = [device()] if device().type == "cuda" else None
-    return DistributedDataParallel(module, device_ids=ids, find_unused_parameters=True)
+    return DistributedDataParallel(module, device_ids=ids, static_graph=True)
 
 
 def from_main(fn: Callable[[], T]) -> T:
