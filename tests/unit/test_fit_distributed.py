@@ -60,18 +60,34 @@ def test_without_torchrun_there_is_one_process_and_no_group() -> None:
     assert distributed.from_main(lambda: {"auroc": 0.5}) == {"auroc": 0.5}
 
 
+def torchrun(*args: str) -> subprocess.CompletedProcess:
+    """``torchrun --standalone --nproc-per-node 2 ARGS`` from the repository root; ``--standalone``
+    rendezvouses on a free local port, so parallel test runs never collide."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                           "2", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.mark.slow
+def test_ddp_averages_gradients_so_the_ranks_keep_identical_weights(tiny_csv_dir: Path,
+                                                                    tmp_path: Path) -> None:
+    proc = torchrun(str(REPO / "tests" / "unit" / "ddp_sync_worker.py"), str(tiny_csv_dir), str(tmp_path))
+    lines = proc.stdout.strip().splitlines()
+    assert [line.split()[0] for line in lines] == list(TASKS)
+    for line in lines:
+        _, _, spread, _, moved = line.split()
+        assert float(spread) == 0.0 and float(moved) > 1e-4, line
+
+
 @pytest.mark.slow
 def test_two_gloo_processes_train_one_model_and_rank0_alone_writes(tiny_csv_dir: Path,
                                                                    tmp_path: Path) -> None:
     out = tmp_path / "artifacts"
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    # --standalone: a rendezvous on a free local port, so parallel test runs never collide
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "training.fit", "--data", str(tiny_csv_dir), "--task", "all", "--out", str(out),
-         "--epochs", "3", "--patience", "1", "--max-steps-per-epoch", "3", "--threads", "1"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = torchrun("-m", "training.fit", "--data", str(tiny_csv_dir), "--task", "all", "--out", str(out),
+                    "--epochs", "3", "--patience", "1", "--max-steps-per-epoch", "3", "--threads", "1")
     assert proc.stdout.count("churn (test)") == 1, "only rank 0 reports"
     snapshot = GraphSnapshot.open(out / SNAPSHOT_DIR)
     for task in TASKS:
