@@ -8,13 +8,18 @@ epoch), keep the epoch with the best validation score (measured through the serv
 path), score it on the test week next to every baseline, and write the bundle
 ``ARTIFACTS/<task>/`` (weights, config, metrics.json) beside the snapshot ``ARTIFACTS/snapshot/``.
 Ends with one table of model vs baselines on the test week.
+
+Under ``torchrun --nproc-per-node N -m training.fit ...`` the N processes train one model with
+DistributedDataParallel and rank 0 alone evaluates, logs and writes (:mod:`training.fit.distributed`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import resource
 import sys
 import time
+from functools import partial
 from typing import Any
 
 import torch
@@ -26,6 +31,7 @@ from models.model import TaskModel
 from models.sampler import SamplerConfig, TemporalSampler
 from models.snapshot import GraphSnapshot
 from models.tables import Transactions
+from training.fit import distributed
 from training.fit.batches import TrainBatches
 from training.fit.budget import TimeBudget, estimate_task, minutes
 from training.fit.config import FitConfig, FitError, parse_args
@@ -74,10 +80,11 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     bundle = BundleConfig(task=task, model=model.config, sampler=train_sampler.config,
                           specs=table_specs(snapshot), ladders={spec.entity_type: serve_ladder},
                           max_batch_size=config.serve_batch_size, fingerprint=snapshot.fingerprint)
-    inference = TaskInference(bundle, model, snapshot, compile="none")
+    inference = TaskInference(bundle, model, snapshot, compile="none", device=distributed.device())
     columns = EntityColumns.from_snapshot(snapshot)
     clock = time.perf_counter()
-    baselines = {split: evaluate_baselines(task, tx, tables[split], columns) for split in ("val", "test")}
+    baselines = {split: evaluate_baselines(task, tx, tables[split], columns)
+                 for split in ("val", "test") if distributed.is_main()}
     log(config, f"{task}: baselines on val and test ({time.perf_counter() - clock:.1f} s)")
 
     # say what will run and how long it should take; then train, keeping the best validation epoch
@@ -91,7 +98,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     best_epoch, best_val, best_state = -1, {}, {}
     epochs_run, stopped_by_budget, epoch_seconds = 0, False, plan.epoch_seconds
     for epoch in range(recipe.epochs):
-        if epoch and not budget.allows(epoch_seconds, plan.test_seconds):
+        # rank 0's clock decides for every rank (torchrun): all stop after the same epoch
+        if epoch and not distributed.from_main(partial(budget.allows, epoch_seconds, plan.test_seconds)):
             log(config, f"{task}: stopping, another epoch (~{minutes(epoch_seconds)}) would not fit "
                         "in the time budget")
             stopped_by_budget = True
@@ -101,7 +109,7 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         loss = trainer.run_epoch(epoch)
         model.eval()  # evaluation (and the purchase article keys) never run in training mode
         trained = time.perf_counter() - clock
-        val = score(inference, tables["val"], "val", config)
+        val = distributed.from_main(partial(score, inference, tables["val"], "val", config))  # same stop
         epochs_run, epoch_seconds = epoch + 1, time.perf_counter() - clock
         log(config, f"{task} epoch {epoch + 1}: train loss {loss:.4f}, "
                     f"val {spec.primary_metric} {val[spec.primary_metric]:.4f} "
@@ -115,6 +123,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
             break
     model.load_state_dict(best_state)
     model.eval()
+    if not distributed.is_main():
+        return {}
 
     # test the selected weights, write the bundle, optionally warm its serving compile cache
     test = score(inference, tables["test"], "test", config)
@@ -136,6 +146,7 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
         "graphs_compiled_per_epoch": trainer.graphs_per_epoch,
         "seconds": round(time.perf_counter() - started, 1)}
+    bundle.training["processes"] = distributed.world_size()  # >1: trained under torchrun (DDP)
     save_bundle(config.out / task, bundle, model, document)
     if config.warm_serving_cache:
         warm = TaskInference.from_bundle(config.out / task, snapshot, compile="buckets",
@@ -162,10 +173,15 @@ def score(inference: TaskInference, table: TaskTable, split: str, config: FitCon
 
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
+    distributed.init_from_env()
+    main_rank = distributed.is_main()
+    if not main_rank:  # one writer: only rank 0 logs, evaluates and writes (and rebuilds a snapshot)
+        config = dataclasses.replace(config, progress=False, rebuild_snapshot=False)
     if config.threads:
         torch.set_num_threads(config.threads)
     try:
-        snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress)
+        with distributed.main_first():
+            snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress)
         tx = sort_by_day(snapshot.transactions())  # once: the tasks and baselines read day windows
         seconds = None if config.time_budget is None else config.time_budget * 60
         budget = TimeBudget(seconds, len(config.tasks))
@@ -173,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     except FitError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        distributed.shutdown()
+    if not main_rank:
+        return 0
     print(results_table(documents, "val"))
     print(results_table(documents, "test"))
     return 0
