@@ -4,22 +4,33 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 
-def atomic_write(path: str | Path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename.
+@contextmanager
+def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file to stream into; it replaces ``path`` only when the block ends without an error.
 
     The temporary name carries the process id and a random suffix, so several processes writing
     the same file (two workers of one task saving one compile cache) never write into each
-    other's temporary file; the last rename wins and every rename installs a complete file.
+    other's temporary file; the last rename wins and every rename installs a complete file. On an
+    error (or Ctrl-C) the temporary file is removed and ``path`` is left as it was.
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open(tmp, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
+            yield f
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def atomic_write(path: str | Path, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename."""
+    with atomic_open(path) as f:
+        f.write(data.encode() if isinstance(data, str) else data)

@@ -18,7 +18,7 @@ from models.buckets import BucketLadder
 from models.bundle import BundleConfig, compile_cache_dirs, compile_cache_path, load_bundle
 from models.compile import CompileConfig, Predictor, compiled_graph_count
 from models.compile_cache import CompileCacheRecorder, load_compile_cache
-from models.features import TableSpec, gather_inputs
+from models.features import ModelInputs, TableSpec, gather_inputs
 from models.history import PurchaseHistory, snapshot_history, snapshot_popularity
 from models.model import TaskModel
 from models.registry import TASKS
@@ -30,6 +30,9 @@ from models.temporal_features import active_within
 log = logging.getLogger(__name__)
 
 ARTICLE_KEY_BATCH = 1024
+# Rows ranked at a time: a batch scorer's (B, A) score matrix (1024 x 105k articles, 430 MB) was
+# page-faulted afresh for every batch; in chunks of 128 rows ranking took 27 % less CPU at full size.
+RANK_ROWS = 128
 CHURN_ACTIVE_DAYS = 7  # churn is defined (and trained) for customers active in the last 7 days
 
 
@@ -68,11 +71,17 @@ class InferenceResult:
 
 
 def fitted_ladder(snapshot: GraphSnapshot, sampler: TemporalSampler, seed_type: str, max_seeds: int,
-                  seed: int = 0) -> BucketLadder:
-    """A bucket ladder shaped like real batches at the snapshot's end time (deterministic per seed)."""
+                  seed: int = 0, sizes: tuple[int, ...] | None = None) -> BucketLadder:
+    """A bucket ladder shaped like real batches at the snapshot's end time (deterministic per seed).
+
+    ``sizes``: the batch sizes sampled (default: every power of two up to ``max_seeds``, what a
+    server sees); a batch scorer that runs full batches of one size samples only that size and
+    gets a short ladder, so few buckets are compiled.
+    """
     generator = torch.Generator().manual_seed(seed)
     num = snapshot.num_nodes[seed_type]
-    sizes = sorted({min(2**i, max_seeds) for i in range(max_seeds.bit_length() + 1)})
+    if sizes is None:
+        sizes = tuple(sorted({min(2**i, max_seeds) for i in range(max_seeds.bit_length() + 1)}))
     samples = []
     for size in sizes:
         for _ in range(4):
@@ -93,6 +102,8 @@ class TaskInference:
         device: where the model runs.
         cuda_graphs: ``mode="reduce-overhead"`` over the buckets (CUDA only).
         max_batch_size: largest batch :meth:`run` is given (sets the bucket ladder).
+        batch_sizes: the batch sizes :meth:`run` is mostly given, which the ladder is fitted to
+            (``None``: every power of two up to ``max_batch_size``, or the bundle's own ladder).
         bundle_dir: the bundle, whose compile-cache artifacts are read and written (``None``: no cache).
         cache_dir: where to keep compile caches instead of beside the bundle (see
             :func:`models.bundle.compile_cache_dirs`; ``None``: beside it when writable).
@@ -101,7 +112,7 @@ class TaskInference:
     def __init__(self, config: BundleConfig, model: TaskModel, snapshot: GraphSnapshot,
                  compile: str = "buckets", device: torch.device | str = "cpu", cuda_graphs: bool = False,
                  max_batch_size: int = 32, bundle_dir: Path | None = None,
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, batch_sizes: tuple[int, ...] | None = None) -> None:
         self.config = config
         self.task = config.task
         self.snapshot = snapshot
@@ -111,7 +122,7 @@ class TaskInference:
         self.entity_type = model.head.seed_types[0]
         self.model = model.to(self.device).eval()
         self.compile_config = CompileConfig(compile, mode="reduce-overhead" if cuda_graphs else None)
-        self.ladders = self._ladders(max_batch_size) if compile == "buckets" else {}
+        self.ladders = self._ladders(max_batch_size, batch_sizes) if compile == "buckets" else {}
         self.predictor = Predictor(self.model, self.compile_config, list(self.ladders.values()), self.device,
                                    seed_types=(self.entity_type,))
         self.bundle_dir = bundle_dir
@@ -123,17 +134,20 @@ class TaskInference:
     @classmethod
     def from_bundle(cls, bundle_dir: Path, snapshot: GraphSnapshot, compile: str = "buckets",
                     device: torch.device | str = "cpu", cuda_graphs: bool = False,
-                    max_batch_size: int = 32, cache_dir: Path | None = None) -> TaskInference:
+                    max_batch_size: int = 32, cache_dir: Path | None = None,
+                    batch_sizes: tuple[int, ...] | None = None) -> TaskInference:
         """Load ``bundle_dir`` (raises :class:`models.bundle.BundleError`) and set up inference."""
         config, model = load_bundle(Path(bundle_dir), snapshot, device)
         return cls(config, model, snapshot, compile, device, cuda_graphs, max_batch_size, Path(bundle_dir),
-                   cache_dir)
+                   cache_dir, batch_sizes)
 
-    def _ladders(self, max_batch_size: int) -> dict[str, BucketLadder]:
+    def _ladders(self, max_batch_size: int, batch_sizes: tuple[int, ...] | None) -> dict[str, BucketLadder]:
         # Only the entity's ladder is compiled: purchase article keys are computed once, eagerly.
-        if max_batch_size == self.config.max_batch_size and self.entity_type in self.config.ladders:
+        if (batch_sizes is None and max_batch_size == self.config.max_batch_size
+                and self.entity_type in self.config.ladders):
             return {self.entity_type: self.config.ladders[self.entity_type]}
-        ladder = fitted_ladder(self.snapshot, self.sampler, self.entity_type, max_batch_size)
+        ladder = fitted_ladder(self.snapshot, self.sampler, self.entity_type, max_batch_size,
+                               sizes=batch_sizes)
         return {self.entity_type: ladder}
 
     def warm_up(self) -> WarmupReport:
@@ -184,8 +198,17 @@ class TaskInference:
         return torch.cat(keys)
 
     @torch.inference_mode()
+    def prepare(self, entity: Tensor, seed_time: Tensor | None = None) -> ModelInputs:
+        """The sampled and gathered inputs :meth:`run` starts from, for ``entity`` ``(B,)`` at
+        ``seed_time`` (default: the snapshot's end); a batch scorer builds the next batch's in
+        another thread while the model runs."""
+        if seed_time is None:
+            seed_time = torch.full_like(entity, self.snapshot.end_time)
+        return gather_inputs(self.snapshot, self.sampler.sample(self.entity_type, entity, seed_time))
+
+    @torch.inference_mode()
     def run(self, entity: Tensor, k: int = 12, seed_time: Tensor | None = None,
-            article_keys: Tensor | None = None) -> InferenceResult:
+            article_keys: Tensor | None = None, inputs: ModelInputs | None = None) -> InferenceResult:
         """Predict for ``entity`` ``(B,)`` dense indices at ``seed_time`` (default: the snapshot's end).
 
         Args:
@@ -193,11 +216,14 @@ class TaskInference:
             k: purchase list length.
             seed_time: ``(B,)`` int64 seed times; defaults to ``snapshot.end_time`` for all.
             article_keys: purchase keys for another seed time (see :meth:`compute_article_keys`).
+            inputs: :meth:`prepare`'s result for the same ``entity`` and ``seed_time`` (``None``:
+                prepared here).
         """
         t0 = time.perf_counter()
         if seed_time is None:
             seed_time = torch.full_like(entity, self.snapshot.end_time)
-        inputs = gather_inputs(self.snapshot, self.sampler.sample(self.entity_type, entity, seed_time))
+        if inputs is None:
+            inputs = self.prepare(entity, seed_time)
         bucket = self.predictor.bucket_for(inputs)
         t1 = time.perf_counter()
         output = self.predictor(inputs)
@@ -213,8 +239,11 @@ class TaskInference:
             table = self.popularity.get(int(times[0])) if len(times) == 1 else None
             history = snapshot_history(self.snapshot, entity, seed_time, table)
             history = PurchaseHistory(*(t.to(self.device) for t in history))
-            scores, articles = self.model.head.rank(output, keys, k, history)
-            result.scores, result.articles = scores.float().cpu(), articles.cpu()
+            ranked = [self.model.head.rank(output[i:i + RANK_ROWS], keys, k,
+                                           PurchaseHistory(*(t[i:i + RANK_ROWS] for t in history)))
+                      for i in range(0, len(entity), RANK_ROWS)]
+            result.scores = torch.cat([scores for scores, _ in ranked]).float().cpu()
+            result.articles = torch.cat([articles for _, articles in ranked]).cpu()
         else:
             result.values = self.model.predict(output).float().cpu()
         if self.task == "churn":

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from models.buckets import pad_rows
 from models.compile import CompileConfig, Ladders, Runner, compile_function
@@ -32,6 +32,19 @@ def _step_loss(model: TaskModel, inputs: ModelInputs, target: Tensor | ModelInpu
     return model.loss(out, target, weight, log_q, extras)
 
 
+class StepLoss(nn.Module):
+    """The step's forward passes and loss as one module, so a wrapper such as
+    DistributedDataParallel sees every parameter the loss uses inside its ``forward``."""
+
+    def __init__(self, model: TaskModel) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, inputs: ModelInputs, target: Tensor | ModelInputs, weight: Tensor,
+                log_q: Tensor | None = None, extras: PurchaseExtras | None = None) -> Tensor:
+        return _step_loss(self.model, inputs, target, weight, log_q, extras)
+
+
 class TrainStep(Runner):
     """One optimisation step: compiled forward + loss, backward, optimizer step.
 
@@ -43,14 +56,20 @@ class TrainStep(Runner):
         optimizer: its optimizer.
         config: compile strategy.
         ladders: per seed type of the head, its buckets (required for ``"buckets"``).
+        wrap: wraps the :class:`StepLoss` module that runs (e.g.
+            :func:`training.fit.distributed.wrap`: DistributedDataParallel); default: none.
     """
 
     def __init__(self, model: TaskModel, optimizer: torch.optim.Optimizer, config: CompileConfig,
-                 ladders: Ladders = None) -> None:
+                 ladders: Ladders = None, wrap: Callable[[nn.Module], nn.Module] | None = None) -> None:
         super().__init__(model, config, ladders)
         self.model = model.train()
         self.optimizer = optimizer
         self.device = next(model.parameters()).device
+
+        if wrap is not None:  # compiled inside the wrapper: Dynamo cannot trace DDP's own forward
+            self.loss_fn = wrap(compile_function(StepLoss(model), config, self.device, self.num_graphs))
+            return
 
         def loss_fn(inputs: ModelInputs, target: Tensor | ModelInputs, weight: Tensor,
                     log_q: Tensor | None, extras: PurchaseExtras | None) -> Tensor:

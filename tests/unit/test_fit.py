@@ -55,6 +55,10 @@ def test_writes_a_bundle_per_task_beside_the_snapshot(trained_artifacts: Path) -
         config = json.loads((trained_artifacts / task / CONFIG_FILE).read_text())
         assert config["task"] == task and config["max_batch_size"] == 32
         assert config["training"]["epochs"] == 1 and config["training"]["compile"] == "none"
+        training = config["training"]
+        assert training["steps_run"] == training["epochs_run"] * training["steps_per_epoch"] > 0
+        assert training["steps_per_epoch"] <= training["max_steps_per_epoch"]
+        assert training["stopped_by_time_budget"] is False and training["time_budget_seconds"] is None
 
 
 @pytest.mark.parametrize("task", list(TASKS))
@@ -123,6 +127,7 @@ def short_csv_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("out_is_a_file", "exists and is not a directory"),
     ("too_short", "need at least"),
     ("bad_epochs", "--epochs must be at least 1"),
+    ("bad_budget", "--time-budget must be a positive number of minutes"),
 ])
 def test_cli_errors_are_one_line_and_exit_2(case: str, expected: str, tiny_csv_dir: Path, short_csv_dir: Path,
                                             tmp_path: Path, capsys) -> None:
@@ -138,6 +143,8 @@ def test_cli_errors_are_one_line_and_exit_2(case: str, expected: str, tiny_csv_d
         out = str(tmp_path / "file")
     elif case == "too_short":
         data = str(short_csv_dir)
+    elif case == "bad_budget":
+        extra = ["--time-budget", "0"]
     else:
         extra = ["--epochs", "0"]
     assert run_fit("--data", data, "--task", task, "--out", out, *extra) == 2
@@ -192,3 +199,31 @@ def test_the_step_budget_and_the_batch_adapt_to_the_table_size() -> None:
     rows_drawn = torch.cat(seen).numpy()
     assert len(rows_drawn) == 5 * 256 == len(set(rows_drawn.tolist()))
     assert len(set(table.seed_time[rows_drawn].tolist())) == 10  # drawn from every cutoff
+
+
+def test_the_plan_is_said_before_training_and_the_time_budget_stops_between_epochs(
+        tiny_csv_dir: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "artifacts"
+    assert main(["--data", str(tiny_csv_dir), "--task", "churn", "--out", str(out), "--epochs", "3",
+                 "--max-steps-per-epoch", "2", "--time-budget", "0.001"]) == 0
+    err = capsys.readouterr().err
+    plan = next(line for line in err.splitlines() if "estimate: at most" in line)
+    assert plan.startswith("churn: at most 3 epochs x 2 steps of ") and "= 6 steps" in plan
+    assert err.index(plan) < err.index("churn epoch 1:")  # said before the first epoch
+    assert "would not fit in the time budget" in err
+    training = json.loads((out / "churn" / CONFIG_FILE).read_text())["training"]
+    assert (training["epochs_run"], training["steps_run"], training["best_epoch"]) == (1, 2, 1)
+    assert training["stopped_by_time_budget"] is True and training["time_budget_seconds"] < 1
+    assert (out / "churn" / METRICS_FILE).is_file()
+
+
+def test_validation_keeps_a_fixed_random_subset_of_at_most_max_val_rows(trained_artifacts: Path) -> None:
+    snapshot = GraphSnapshot.open(trained_artifacts / SNAPSHOT_DIR)
+    tx = snapshot.transactions()
+    full = task_splits("churn", tx, snapshot, None)
+    capped = task_splits("churn", tx, snapshot, None, max_val_rows=50, seed=3)
+    assert len(full["val"]) > 50 and len(capped["val"]) == 50 and len(capped["test"]) == len(full["test"])
+    again = task_splits("churn", tx, snapshot, None, max_val_rows=50, seed=3)["val"]
+    assert np.array_equal(again.entity, capped["val"].entity)
+    pairs = set(zip(full["val"].entity.tolist(), full["val"].label.tolist(), strict=True))
+    assert set(zip(capped["val"].entity.tolist(), capped["val"].label.tolist(), strict=True)) <= pairs

@@ -91,3 +91,23 @@ def test_lightgbm_beats_the_trivial_baselines_on_generated_data(small) -> None:
     assert scores["churn"]["lightgbm_with_columns"] > 0.6, scores
     assert scores["sales"]["lightgbm_with_columns"] < scores["sales"]["zero"], scores
     assert scores["purchase"]["lightgbm_with_columns"] > scores["purchase"]["popular"], scores
+
+
+@pytest.mark.slow
+def test_capped_fitting_and_chunked_scoring_bound_memory_and_still_predict(small, monkeypatch) -> None:
+    """At full size the re-ranker fits on a subset of customers and scores them in chunks: chunking
+    changes nothing, and a capped fit still returns a full, valid ranking for every row."""
+    import training.tasks.gbdt_model as gbdt
+
+    tx, columns, num_nodes, cutoffs = small
+    table = TASKS["purchase"].make_table(tx, num_nodes, cutoffs["test"][0])
+    whole = lightgbm_purchase(tx, table, columns)
+    monkeypatch.setattr(gbdt, "PREDICT_CHUNK", 7)
+    np.testing.assert_array_equal(lightgbm_purchase(tx, table, columns), whole)
+    monkeypatch.setattr(gbdt, "MAX_FIT_CUSTOMERS", 40)
+    monkeypatch.setattr(gbdt, "MAX_FIT_ROWS", 40)
+    capped = lightgbm_purchase(tx, table, columns)
+    assert capped.shape == whole.shape and (capped >= 0).all() and (capped < num_nodes["article"]).all()
+    assert not np.array_equal(capped, whole)  # the cap took effect
+    churn = TASKS["churn"].make_table(tx, num_nodes, cutoffs["test"][0])
+    assert np.isfinite(lightgbm_churn(tx, churn, columns)).all()

@@ -14,6 +14,7 @@ from models.history import PurchaseExtras, segments, snapshot_history, snapshot_
 from models.sampler import TemporalSampler
 from models.schema import ARTICLE
 from models.snapshot import GraphSnapshot
+from training.fit import distributed
 from training.tasks.table import TaskTable
 
 
@@ -53,18 +54,25 @@ class TrainBatches:
         seed: seeds shuffling, the choice of positives and neighbour sampling.
         max_steps: most batches per epoch (``None``: every row once). When the table holds more
             rows, each epoch draws a fresh random subset of them, from every cutoff alike.
+        shard: ``(rank, world)``: with ``world`` processes training together, every process draws
+            the same batches (same ``seed``) and keeps its ``rank``-th of ``world`` near-equal parts
+            of each, so a step's rows over all processes are the one-process batch and every
+            process runs the same number of steps. Default: this process's
+            (:func:`training.fit.distributed.shard`; ``(0, 1)`` without ``torchrun``).
     """
 
     def __init__(self, snapshot: GraphSnapshot, table: TaskTable, sampler: TemporalSampler, seed_type: str,
-                 batch_size: int, seed: int = 0, max_steps: int | None = None) -> None:
+                 batch_size: int, seed: int = 0, max_steps: int | None = None,
+                 shard: tuple[int, int] | None = None) -> None:
         self.snapshot = snapshot
         self.table = table
         self.sampler = sampler
         self.seed_type = seed_type
         self.batch_size = batch_size
         self.max_steps = max_steps
-        self.rng = np.random.default_rng(seed)
-        self.generator = torch.Generator().manual_seed(seed)
+        self.rank, self.world = shard or distributed.shard()
+        self.rng = np.random.default_rng(seed)  # the same on every rank: the same batches
+        self.generator = torch.Generator().manual_seed(seed + self.rank)  # neighbour sampling: its own
         self.entity = torch.from_numpy(table.entity)
         self.seed_time = torch.from_numpy(table.seed_time)
         self.label = None if table.is_link else torch.from_numpy(table.label.astype(np.float32))
@@ -76,8 +84,18 @@ class TrainBatches:
     def __iter__(self) -> Iterator[Batch]:
         order = torch.from_numpy(self.rng.permutation(len(self.table))[:len(self) * self.batch_size])
         positives = self._draw_positives() if self.table.is_link else None
+        for rows in self.shards(order):
+            yield self.batch(rows, positives)
+
+    def shards(self, order: Tensor) -> Iterator[Tensor]:
+        """This rank's rows of each batch of the epoch's row ``order`` ``(n,)``: its part of every
+        ``batch_size`` rows; a batch smaller than the world is topped up from the epoch's first
+        rows, so no rank is left without rows for a step."""
         for start in range(0, len(order), self.batch_size):
-            yield self.batch(order[start:start + self.batch_size], positives)
+            rows = order[start:start + self.batch_size]
+            if self.world > 1 and len(rows) < self.world:
+                rows = torch.cat([rows, order[:self.world - len(rows)]])
+            yield rows.tensor_split(self.world)[self.rank]
 
     def batch(self, rows: Tensor, positives: tuple[Tensor, Tensor] | None = None) -> Batch:
         """The batch of table rows ``rows`` ``(B,)``; purchase draws ``positives`` if not given."""

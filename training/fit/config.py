@@ -92,6 +92,13 @@ class FitConfig:
         final_lr_ratio: learning rate at the last step relative to the peak.
         serve_batch_size: largest serving batch; the bundle's bucket ladder is fitted for it.
         threads: torch intra-op threads (``0``: torch's default).
+        time_budget: wall-clock minutes for the whole run (``None``: unbounded); each task gets an
+            equal share of what is left when it starts and stops before an epoch that would not fit,
+            keeping its best epoch so far (see :mod:`training.fit.budget`).
+        eval_batch_size: rows per forward when scoring the val and test tables.
+        max_val_rows: most validation rows (a fixed random subset when there are more; ``0``: all).
+            Validation runs after every epoch to pick the best one, and a few tens of thousands of
+            rows pin a metric down to its third decimal; the test week is always scored in full.
         warm_serving_cache: compile the serving buckets now and store the compile cache in the
             bundle, so the first server start is warm (costs compile time here).
         rebuild_snapshot: overwrite an existing snapshot in ``<out>/snapshot/``.
@@ -118,17 +125,24 @@ class FitConfig:
     final_lr_ratio: float = 0.05
     serve_batch_size: int = 32
     threads: int = 0
+    time_budget: float | None = None
+    eval_batch_size: int = 512
+    max_val_rows: int = 20_000
     warm_serving_cache: bool = False
     rebuild_snapshot: bool = False
     progress: bool = True
 
     def __post_init__(self) -> None:
         positive = {"epochs": self.epochs, "hidden": self.hidden, "batch_size": self.batch_size,
-                    "serve_batch_size": self.serve_batch_size,
+                    "serve_batch_size": self.serve_batch_size, "eval_batch_size": self.eval_batch_size,
                     "max_steps_per_epoch": self.max_steps_per_epoch, "patience": self.patience}
         for name, value in positive.items():
             if value is not None and value < 1:
                 raise FitError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.time_budget is not None and not (math.isfinite(self.time_budget) and self.time_budget > 0):
+            raise FitError(f"--time-budget must be a positive number of minutes, got {self.time_budget}")
+        if self.max_val_rows < 0:
+            raise FitError(f"--max-val-rows must be 0 (all) or more, got {self.max_val_rows}")
         if self.per_day is not None and self.per_day < 0:
             raise FitError(f"--per-day must be 0 (no limit) or more, got {self.per_day}")
         if self.max_train_cutoffs is not None and self.max_train_cutoffs < 0:
@@ -193,6 +207,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--serve-batch-size", type=int, default=d.serve_batch_size,
                    help="largest serving batch the bundle's bucket ladder holds")
     p.add_argument("--threads", type=int, default=d.threads, help="torch threads (0: torch's default)")
+    p.add_argument("--time-budget", type=float, metavar="MINUTES",
+                   help="wall-clock minutes for the whole run, shared by its tasks: a task stops before an "
+                        "epoch that would not fit and keeps its best epoch (default: no limit)")
+    p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size,
+                   help="rows per forward when scoring validation and test")
+    p.add_argument("--max-val-rows", type=int, default=d.max_val_rows,
+                   help="most validation rows scored after each epoch, a fixed random subset when there are "
+                        "more (0: all; the test week is always scored in full)")
     p.add_argument("--warm-serving-cache", action="store_true",
                    help="compile the serving buckets now and store the compile cache in each bundle")
     p.add_argument("--rebuild-snapshot", action="store_true",
@@ -214,6 +236,8 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
             compile=args.compile,
             seed=args.seed, batch_size=args.batch_size, train_strategy=args.train_strategy,
             weight_decay=args.weight_decay, serve_batch_size=args.serve_batch_size, threads=args.threads,
+            time_budget=args.time_budget, eval_batch_size=args.eval_batch_size,
+            max_val_rows=args.max_val_rows,
             warm_serving_cache=args.warm_serving_cache, rebuild_snapshot=args.rebuild_snapshot,
             progress=not args.quiet)
         check_paths(config)

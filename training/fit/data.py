@@ -12,6 +12,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
+
 from models.bundle import SNAPSHOT_DIR
 from models.schema import ARTICLES_CSV, CUSTOMERS_CSV, TRANSACTIONS_CSV
 from models.snapshot import GraphSnapshot, SnapshotError
@@ -79,9 +81,12 @@ def prepare_snapshot(data_dir: Path, out: Path, rebuild: bool = False,
     return snapshot
 
 
-def task_splits(task: str, tx: Transactions, snapshot: GraphSnapshot,
-                max_train_cutoffs: int | None) -> dict[str, TaskTable]:
+def task_splits(task: str, tx: Transactions, snapshot: GraphSnapshot, max_train_cutoffs: int | None,
+                max_val_rows: int = 0, seed: int = 0) -> dict[str, TaskTable]:
     """The ``train`` (all kept cutoffs in one table), ``val`` and ``test`` tables of ``task``.
+
+    ``val`` keeps at most ``max_val_rows`` rows (``0``: all), a random subset fixed by ``seed``:
+    it is scored after every epoch, the model and the baselines on the same rows.
 
     Raises:
         FitError: the data is too short for a training, validation and test week.
@@ -94,4 +99,7 @@ def task_splits(task: str, tx: Transactions, snapshot: GraphSnapshot,
     for split, table in tables.items():
         if len(table) == 0:
             raise FitError(f"{task}: the {split} split has no rows (too little activity in the data)")
+    if 0 < max_val_rows < len(tables["val"]):
+        rows = np.random.default_rng(seed).choice(len(tables["val"]), max_val_rows, replace=False)
+        tables["val"] = tables["val"].subset(np.sort(rows))
     return tables

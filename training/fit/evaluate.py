@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from models.inference import TaskInference
 from models.registry import LINK
@@ -23,13 +24,16 @@ from training.tasks.table import TaskTable
 Metrics = dict[str, float]
 
 
-def predict_table(inference: TaskInference, table: TaskTable, batch_size: int = 512) -> np.ndarray:
-    """Model predictions for every row of ``table``.
+def predict_table(inference: TaskInference, table: TaskTable, batch_size: int = 512,
+                  progress: bool = False, desc: str = "") -> np.ndarray:
+    """Model predictions for every row of ``table``, in batches (memory grows with the answers only).
 
     Args:
         inference: the task's inference path (any compile strategy).
         table: rows to predict; purchase article keys are computed once per distinct seed time.
         batch_size: rows per forward.
+        progress: a progress bar on stderr (rows scored), shown when the table spans several batches.
+        desc: the progress bar's label.
 
     Returns:
         ``(n,)`` float64 churn probabilities or sales, or ``(n, k)`` int64 ranked article indices.
@@ -39,6 +43,8 @@ def predict_table(inference: TaskInference, table: TaskTable, batch_size: int = 
     seed_time = torch.from_numpy(table.seed_time)
     link = task.task_type == LINK
     out = np.empty((len(table), task.k) if link else len(table), dtype=np.int64 if link else np.float64)
+    bar = tqdm(total=len(table), desc=desc or f"{inference.task} evaluation", unit="row", leave=False,
+               disable=not progress or len(table) <= 4 * batch_size, dynamic_ncols=True)
     for time in np.unique(table.seed_time):
         rows = np.flatnonzero(table.seed_time == time)
         keys = inference.compute_article_keys(int(time)) if link else None
@@ -51,12 +57,16 @@ def predict_table(inference: TaskInference, table: TaskTable, batch_size: int = 
                 out[chunk.numpy()] = np.pad(ranked, ((0, 0), (0, missing)), constant_values=-1)
             else:
                 out[chunk.numpy()] = result.values.double().numpy()
+            bar.update(len(chunk))
+    bar.close()
     return out
 
 
-def evaluate_model(inference: TaskInference, table: TaskTable, batch_size: int = 512) -> Metrics:
-    """Every metric of the task for the model's predictions on ``table``."""
-    return compute_metrics(TASKS[inference.task], predict_table(inference, table, batch_size), table)
+def evaluate_model(inference: TaskInference, table: TaskTable, batch_size: int = 512,
+                   progress: bool = False, desc: str = "") -> Metrics:
+    """Every metric of the task for the model's predictions on ``table`` (see :func:`predict_table`)."""
+    predictions = predict_table(inference, table, batch_size, progress, desc)
+    return compute_metrics(TASKS[inference.task], predictions, table)
 
 
 def evaluate_baselines(task: str, tx: Transactions, table: TaskTable,

@@ -20,6 +20,7 @@ from models.features import ModelInputs
 from models.model import TaskModel
 from models.schema import ARTICLE
 from models.train_step import TrainStep, tensor_lr_adam
+from training.fit import distributed
 from training.fit.batches import TrainBatches
 
 
@@ -63,7 +64,8 @@ def training_ladders(batches: TrainBatches, num_samples: int = 8) -> list[Bucket
 
 
 class Trainer:
-    """Trains ``model`` on ``batches`` with Adam, the learning rate following ``schedule``.
+    """Trains ``model`` on ``batches`` with Adam, the learning rate following ``schedule``; under
+    ``torchrun`` in DistributedDataParallel (:mod:`training.fit.distributed`).
 
     Args:
         model: the task model.
@@ -83,7 +85,8 @@ class Trainer:
         self.epochs = epochs
         self.optimizer = tensor_lr_adam(model.parameters(), schedule(0), weight_decay)
         self.ladders = training_ladders(batches) if compile == "buckets" else []
-        self.step = TrainStep(model, self.optimizer, CompileConfig(compile), self.ladders)
+        wrap = distributed.wrap if distributed.world_size() > 1 else None
+        self.step = TrainStep(model, self.optimizer, CompileConfig(compile), self.ladders, wrap)
         self.progress = progress
         self.steps_done = 0
         self.graphs_per_epoch: list[int] = []
@@ -99,7 +102,7 @@ class Trainer:
                 group["lr"].fill_(self.schedule(self.steps_done))
             total += self.step(*batch)
             self.steps_done += 1
-        mean_loss = float(total) / max(1, len(self.batches))
+        mean_loss = float(distributed.mean(total)) / max(1, len(self.batches))
         bar.set_postfix(loss=f"{mean_loss:.4f}")
         bar.close()
         self.graphs_per_epoch.append(compiled_graph_count() - graphs_before)

@@ -8,12 +8,18 @@ epoch), keep the epoch with the best validation score (measured through the serv
 path), score it on the test week next to every baseline, and write the bundle
 ``ARTIFACTS/<task>/`` (weights, config, metrics.json) beside the snapshot ``ARTIFACTS/snapshot/``.
 Ends with one table of model vs baselines on the test week.
+
+Under ``torchrun --nproc-per-node N -m training.fit ...`` the N processes train one model with
+DistributedDataParallel and rank 0 alone evaluates, logs and writes (:mod:`training.fit.distributed`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import resource
 import sys
 import time
+from functools import partial
 from typing import Any
 
 import torch
@@ -25,12 +31,15 @@ from models.model import TaskModel
 from models.sampler import SamplerConfig, TemporalSampler
 from models.snapshot import GraphSnapshot
 from models.tables import Transactions
+from training.fit import distributed
 from training.fit.batches import TrainBatches
+from training.fit.budget import TimeBudget, estimate_task, minutes
 from training.fit.config import FitConfig, FitError, parse_args
 from training.fit.data import prepare_snapshot, task_splits
 from training.fit.evaluate import Metrics, evaluate_baselines, evaluate_model
 from training.fit.loop import LRSchedule, Trainer
 from training.fit.report import baseline_warning, metrics_document, results_table, split_result
+from training.tasks.day_windows import sort_by_day
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns
 from training.tasks.table import TaskTable
@@ -43,13 +52,16 @@ def log(config: FitConfig, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transactions) -> dict[str, Any]:
-    """Train, select, test and save one task; returns its ``metrics.json`` document."""
+def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transactions,
+             budget: TimeBudget) -> dict[str, Any]:
+    """Train, select, test and save one task within its share of ``budget``; returns its ``metrics.json``."""
     started = time.perf_counter()
+    share = budget.start_task()
     spec, recipe = TASKS[task], config.recipe(task)
-    tables = task_splits(task, tx, snapshot, recipe.max_train_cutoffs)
+    clock = time.perf_counter()
+    tables = task_splits(task, tx, snapshot, recipe.max_train_cutoffs, config.max_val_rows, config.seed)
     log(config, f"{task}: {len(tables['train']):,} training rows, {len(tables['val']):,} val, "
-                f"{len(tables['test']):,} test; {recipe}")
+                f"{len(tables['test']):,} test ({time.perf_counter() - clock:.1f} s); {recipe}")
 
     # the model, its training batches, and the bundle config with the serving bucket ladder
     torch.manual_seed(config.seed)
@@ -68,25 +80,40 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     bundle = BundleConfig(task=task, model=model.config, sampler=train_sampler.config,
                           specs=table_specs(snapshot), ladders={spec.entity_type: serve_ladder},
                           max_batch_size=config.serve_batch_size, fingerprint=snapshot.fingerprint)
-    inference = TaskInference(bundle, model, snapshot, compile="none")
+    inference = TaskInference(bundle, model, snapshot, compile="none", device=distributed.device())
     columns = EntityColumns.from_snapshot(snapshot)
-    baselines = {split: evaluate_baselines(task, tx, tables[split], columns) for split in ("val", "test")}
+    clock = time.perf_counter()
+    baselines = {split: evaluate_baselines(task, tx, tables[split], columns)
+                 for split in ("val", "test") if distributed.is_main()}
+    log(config, f"{task}: baselines on val and test ({time.perf_counter() - clock:.1f} s)")
 
-    # train; keep the weights of the epoch with the best validation score
+    # say what will run and how long it should take; then train, keeping the best validation epoch
+    plan = estimate_task(model, batches, inference, tables["val"], tables["test"], recipe.epochs,
+                         config.eval_batch_size)
+    log(config, plan.line(task) + (f"; time budget {minutes(share)}" if share is not None else ""))
     schedule = LRSchedule(recipe.lr, recipe.epochs * len(batches), config.warmup_fraction,
                           config.final_lr_ratio)
     trainer = Trainer(model, batches, schedule, recipe.epochs, config.weight_decay, config.compile,
                       config.progress)
     best_epoch, best_val, best_state = -1, {}, {}
-    epochs_run = 0
+    epochs_run, stopped_by_budget, epoch_seconds = 0, False, plan.epoch_seconds
     for epoch in range(recipe.epochs):
+        # rank 0's clock decides for every rank (torchrun): all stop after the same epoch
+        if epoch and not distributed.from_main(partial(budget.allows, epoch_seconds, plan.test_seconds)):
+            log(config, f"{task}: stopping, another epoch (~{minutes(epoch_seconds)}) would not fit "
+                        "in the time budget")
+            stopped_by_budget = True
+            break
         model.train()
+        clock = time.perf_counter()
         loss = trainer.run_epoch(epoch)
         model.eval()  # evaluation (and the purchase article keys) never run in training mode
-        val = score(inference, tables["val"], "val")
-        epochs_run = epoch + 1
+        trained = time.perf_counter() - clock
+        val = distributed.from_main(partial(score, inference, tables["val"], "val", config))  # same stop
+        epochs_run, epoch_seconds = epoch + 1, time.perf_counter() - clock
         log(config, f"{task} epoch {epoch + 1}: train loss {loss:.4f}, "
-                    f"val {spec.primary_metric} {val[spec.primary_metric]:.4f}")
+                    f"val {spec.primary_metric} {val[spec.primary_metric]:.4f} "
+                    f"(train {trained:.1f} s, val {epoch_seconds - trained:.1f} s)")
         if best_epoch < 0 or improves(val[spec.primary_metric], best_val[spec.primary_metric],
                                       spec.higher_is_better):
             best_epoch, best_val = epoch, val
@@ -96,9 +123,11 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
             break
     model.load_state_dict(best_state)
     model.eval()
+    if not distributed.is_main():
+        return {}
 
     # test the selected weights, write the bundle, optionally warm its serving compile cache
-    test = score(inference, tables["test"], "test")
+    test = score(inference, tables["test"], "test", config)
     document = metrics_document(task, split_result(best_val, baselines["val"]),
                                 split_result(test, baselines["test"]))
     warning = baseline_warning(document)
@@ -107,20 +136,26 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     bundle.training = {
         "epochs": recipe.epochs, "epochs_run": epochs_run, "best_epoch": best_epoch + 1,
         "max_steps_per_epoch": recipe.max_steps_per_epoch, "steps_per_epoch": len(batches),
+        "steps_run": trainer.steps_done,
         "seed": config.seed, "lr": recipe.lr,
         "batch_size": batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
-        "train_rows": len(tables["train"]), "sampler_strategy": config.train_strategy,
-        "compile": config.compile, "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
+        "train_rows": len(tables["train"]), "val_rows": len(tables["val"]),
+        "sampler_strategy": config.train_strategy,
+        "compile": config.compile, "stopped_by_time_budget": stopped_by_budget,
+        "time_budget_seconds": None if share is None else round(share, 1),
+        "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
         "graphs_compiled_per_epoch": trainer.graphs_per_epoch,
         "seconds": round(time.perf_counter() - started, 1)}
+    bundle.training["processes"] = distributed.world_size()  # >1: trained under torchrun (DDP)
     save_bundle(config.out / task, bundle, model, document)
     if config.warm_serving_cache:
         warm = TaskInference.from_bundle(config.out / task, snapshot, compile="buckets",
                                          max_batch_size=config.serve_batch_size).warm_up()
         log(config, f"{task}: serving compile cache {'saved' if warm.cache_saved else 'not saved'} "
                     f"({warm.buckets} buckets, {warm.seconds:.1f} s)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
     log(config, f"{task}: best epoch {best_epoch + 1}, wrote {config.out / task} "
-                f"({time.perf_counter() - started:.1f} s)")
+                f"({time.perf_counter() - started:.1f} s, peak memory of the run so far {peak:.1f} GiB)")
     return document
 
 
@@ -128,24 +163,36 @@ def improves(value: float, best: float, higher_is_better: bool) -> bool:
     return value > best if higher_is_better else value < best
 
 
-def score(inference: TaskInference, table: TaskTable, split: str) -> Metrics:
+def score(inference: TaskInference, table: TaskTable, split: str, config: FitConfig) -> Metrics:
     try:
-        return evaluate_model(inference, table)
+        return evaluate_model(inference, table, config.eval_batch_size, config.progress,
+                              f"{inference.task} {split}")
     except ValueError as exc:  # e.g. a week in which every customer churned: AUROC is undefined
         raise FitError(f"{inference.task}: cannot score the {split} split ({exc})") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
+    distributed.init_from_env()
+    main_rank = distributed.is_main()
+    if not main_rank:  # one writer: only rank 0 logs, evaluates and writes (and rebuilds a snapshot)
+        config = dataclasses.replace(config, progress=False, rebuild_snapshot=False)
     if config.threads:
         torch.set_num_threads(config.threads)
     try:
-        snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress)
-        tx = snapshot.transactions()
-        documents = [fit_task(config, task, snapshot, tx) for task in config.tasks]
+        with distributed.main_first():
+            snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress)
+        tx = sort_by_day(snapshot.transactions())  # once: the tasks and baselines read day windows
+        seconds = None if config.time_budget is None else config.time_budget * 60
+        budget = TimeBudget(seconds, len(config.tasks))
+        documents = [fit_task(config, task, snapshot, tx, budget) for task in config.tasks]
     except FitError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        distributed.shutdown()
+    if not main_rank:
+        return 0
     print(results_table(documents, "val"))
     print(results_table(documents, "test"))
     return 0

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from models.arrays import unique_sorted
 from models.registry import TASKS as TASK_SPECS
 from models.tables import Transactions
 from training.tasks.day_windows import day_slice, popular_articles, seed_groups, sort_by_day
@@ -50,13 +51,13 @@ def churn_recency_frequency(tx: Transactions, table: TaskTable, weeks: int = 4) 
     score = np.empty(len(table), dtype=np.float64)
     for seed_time, rows in seed_groups(table.seed_time):
         hist = day_slice(tx, seed_time - span, seed_time - 1)
-        customers = np.unique(table.entity[rows])
+        customers = unique_sorted(table.entity[rows])
         size = max(int(customers.max()), int(tx.customer[hist].max(initial=0))) + 1
         pos = _dense_lookup(customers, size)[tx.customer[hist]]
         known = pos >= 0
         pos, days = pos[known], tx.day[hist][known].astype(np.int64)
         week = (seed_time - 1 - days) // 7
-        active_weeks = np.bincount(np.unique(pos * weeks + week) // weeks, minlength=len(customers))
+        active_weeks = np.bincount(unique_sorted(pos * weeks + week) // weeks, minlength=len(customers))
         last_day = np.full(len(customers), seed_time - span - 1, dtype=np.int64)
         np.maximum.at(last_day, pos, days)
         recency = seed_time - last_day

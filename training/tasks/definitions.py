@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from models.arrays import unique_sorted
 from models.registry import LINK, TaskSpec
 from models.registry import TASKS as REGISTRY
 from models.schema import ARTICLE, CUSTOMER
@@ -116,7 +117,7 @@ def purchase_labels(tx: Transactions, num_nodes: Mapping[str, int], cutoff: int,
     rows = _label_window(tx, cutoff, window)
     num_articles = num_nodes[ARTICLE]
     # One int64 key per (customer, article) pair: unique() dedups and sorts by customer.
-    pairs = np.unique(tx.customer[rows] * num_articles + tx.article[rows])
+    pairs = unique_sorted(tx.customer[rows] * num_articles + tx.article[rows])
     customer, items = np.divmod(pairs, num_articles)
     entity, counts = np.unique(customer, return_counts=True)
     ptr = np.zeros(len(entity) + 1, dtype=np.int64)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.arrays import unique_sorted
 from models.schema import CUSTOMER
 from models.snapshot import GraphSnapshot
 from models.tables import Transactions
@@ -90,9 +91,9 @@ def history_features(tx: Transactions, node_type: str, entity: np.ndarray, seed_
     year = day_slice(tx, seed_time - WINDOWS[-1], seed_time - 1)
     year_owner = owner_of[year]
     stride = int(partner_of[year].max(initial=0)) + 1
-    pairs = np.unique(year_owner * stride + partner_of[year])
+    pairs = unique_sorted(year_owner * stride + partner_of[year])
     columns.append(np.bincount(pairs // stride, minlength=size))
-    days = np.unique(year_owner * WINDOWS[-1] + (seed_time - 1 - tx.day[year].astype(np.int64)))
+    days = unique_sorted(year_owner * WINDOWS[-1] + (seed_time - 1 - tx.day[year].astype(np.int64)))
     columns.append(np.bincount(days // WINDOWS[-1], minlength=size))
     columns.append(seed_time - first)
     return np.stack([np.asarray(c, dtype=np.float64)[entity] for c in columns], axis=1)

@@ -6,6 +6,11 @@ For a table at cutoff ``c`` (seed time ``c + 1``) the model trains on the tables
 on the training cutoffs and stopped on the validation week, and on the validation week it never
 sees that week's labels. Fixed seeds, deterministic, at most :data:`MAX_ROUNDS` rounds, one
 thread (two threads on two busy cores ran 8x slower).
+
+Memory and time stay bounded at full H&M size: each fitting table keeps at most
+:data:`MAX_FIT_ROWS` rows (purchase: :data:`MAX_FIT_CUSTOMERS` customers, about 100 candidate
+pairs each), a fixed random subset, and purchase scores its customers :data:`PREDICT_CHUNK` at a
+time. Smaller data (the demo and the real dataset in the repository) is used whole.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ MAX_PAIR_CUTOFFS = 4  # purchase trains on ~100 candidate pairs per customer, so
 MIN_HISTORY_DAYS = 7
 MAX_ROUNDS = 300
 EARLY_STOP = 30
+MAX_FIT_ROWS = 100_000
+MAX_FIT_CUSTOMERS = 10_000
+PREDICT_CHUNK = 10_000
 PARAMS = {"learning_rate": 0.1, "num_leaves": 31, "max_bin": 63, "min_data_in_leaf": 20,
           "feature_fraction": 0.9, "lambda_l2": 1.0, "num_threads": 1, "seed": 0, "deterministic": True,
           "force_row_wise": True,
@@ -51,6 +59,13 @@ def _fit_cutoffs(past: Transactions, cutoff: int,
     first = int(past.day.min(initial=cutoff)) + MIN_HISTORY_DAYS - 1
     train = list(range(cutoff - 14, first - 1, -7))[:most]
     return (train[::-1], cutoff - 7) if train else None
+
+
+def _capped(table: TaskTable, most: int) -> TaskTable:
+    """``table``, or a fixed random subset of ``most`` of its rows (kept in order) when it has more."""
+    if len(table) <= most:
+        return table
+    return table.subset(np.sort(np.random.default_rng(0).choice(len(table), most, replace=False)))
 
 
 def _train(task: str, x: np.ndarray, y: np.ndarray, x_val: np.ndarray, y_val: np.ndarray,
@@ -86,9 +101,9 @@ def _node_baseline(task: str, tx: Transactions, table: TaskTable, columns: Entit
         def features(t: TaskTable, p: Transactions = past) -> np.ndarray:
             return entity_features(p, entity_type, t.entity, int(t.seed_time[0]), columns)
 
-        fit_tables = [TASKS[task].make_table(past, sizes, c) for c in plan[0]]
+        fit_tables = [_capped(TASKS[task].make_table(past, sizes, c), MAX_FIT_ROWS) for c in plan[0]]
         fit_tables = [t for t in fit_tables if len(t)]
-        val_table = TASKS[task].make_table(past, sizes, plan[1])
+        val_table = _capped(TASKS[task].make_table(past, sizes, plan[1]), MAX_FIT_ROWS)
         if not fit_tables or not len(val_table):
             continue
         x = np.concatenate([features(t) for t in fit_tables])
@@ -111,6 +126,7 @@ def lightgbm_sales(tx: Transactions, table: TaskTable, columns: EntityColumns | 
 
 
 def _pair_set(past: Transactions, t: TaskTable, num_articles: int, columns: EntityColumns | None):
+    t = _capped(t, MAX_FIT_CUSTOMERS)
     cands = candidates(past, t.entity, int(t.seed_time[0]), num_articles, columns)
     labels = pair_labels(cands, t.entity, t.target_ptr, t.target_items, num_articles)
     return cands, labels
@@ -138,9 +154,14 @@ def lightgbm_purchase(tx: Transactions, table: TaskTable, columns: EntityColumns
         groups = (np.concatenate([np.unique(c.customer, return_counts=True)[1] for c, _ in fit_sets]),
                   np.unique(val_cands.customer, return_counts=True)[1])
         model = _train("purchase", x, y, val_cands.features, val_y, pair_categorical(columns), groups)
-        cands = candidates(past, customers, seed_time, num_articles, columns)
-        scores = model.predict(cands.features, num_iteration=model.best_iteration)
-        pred[rows] = top_k(cands, scores, customers, k)[inverse]
+        del x, y, fit_sets, val_cands
+        ranked = np.empty((len(customers), k), dtype=np.int64)
+        for start in range(0, len(customers), PREDICT_CHUNK):
+            chunk = customers[start:start + PREDICT_CHUNK]
+            cands = candidates(past, chunk, seed_time, num_articles, columns)
+            scores = model.predict(cands.features, num_iteration=model.best_iteration)
+            ranked[start:start + len(chunk)] = top_k(cands, scores, chunk, k)
+        pred[rows] = ranked[inverse]
     return pred
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.arrays import unique_sorted
 from models.schema import ARTICLE, CUSTOMER
 from models.tables import Transactions
 from training.tasks.day_windows import day_slice, popular_articles
@@ -92,7 +93,7 @@ def candidates(tx: Transactions, customers: np.ndarray, seed_time: int, num_arti
 
     popular = popular_articles(tx, seed_time, POPULAR)
     pop_key = (customers[:, None] * num_articles + popular[None, :]).ravel()
-    all_key = np.unique(np.concatenate([pair_key[own], pop_key]))
+    all_key = unique_sorted(np.concatenate([pair_key[own], pop_key]))
     cand_c, cand_a = np.divmod(all_key, num_articles)
 
     # pair history of each candidate (zero when the customer never bought it)
@@ -112,7 +113,7 @@ def candidates(tx: Transactions, customers: np.ndarray, seed_time: int, num_arti
     pair[:, 2] = np.minimum(pair[:, 2], NO_HISTORY_DAYS)
 
     cust_feat = entity_features(tx, CUSTOMER, customers, seed_time, columns)
-    art_ids = np.unique(cand_a)
+    art_ids = unique_sorted(cand_a)
     art_feat = entity_features(tx, ARTICLE, art_ids, seed_time, columns)
     features = np.concatenate([
         pair,
