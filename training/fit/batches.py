@@ -83,7 +83,7 @@ class TrainBatches:
 
     def __iter__(self) -> Iterator[Batch]:
         order = torch.from_numpy(self.rng.permutation(len(self.table))[:len(self) * self.batch_size])
-        positives = self._draw_positives() if self.table.is_link else None
+        positives = self.draw_positives() if self.table.is_link else None
         for rows in self.shards(order):
             yield self.batch(rows, positives)
 
@@ -103,7 +103,7 @@ class TrainBatches:
         inputs = self._inputs(self.seed_type, entity, seed_time)
         if not self.table.is_link:
             return Batch(inputs, self.label.index_select(0, rows))
-        article, log_q = positives if positives is not None else self._draw_positives()
+        article, log_q = positives if positives is not None else self.draw_positives()
         article = article.index_select(0, rows)
         target = self._inputs(ARTICLE, article, seed_time)
         history = snapshot_history(self.snapshot, entity, seed_time)
@@ -124,7 +124,7 @@ class TrainBatches:
         width = self.snapshot.num_nodes[ARTICLE]
         return torch.isin(torch.arange(len(rows)).unsqueeze(1) * width + article, row * width + items)
 
-    def _draw_positives(self) -> tuple[Tensor, Tensor]:
+    def draw_positives(self) -> tuple[Tensor, Tensor]:
         """Per row, one target article drawn uniformly among the row's targets, and ``log_q``: the
         log of how many rows drew that article at that seed time; both ``(n,)``."""
         counts = self.table.num_targets()

@@ -43,6 +43,7 @@ class Estimate:
         steps_per_epoch: batches per epoch.
         batch_size: rows per batch.
         step_seconds: measured seconds per training step (sampling included).
+        epoch_setup_seconds: measured once-per-epoch work of the batches (purchase: drawing positives).
         val_rows: validation rows scored after every epoch.
         val_seconds: estimated seconds of one validation pass.
         test_seconds: estimated seconds of the final test pass.
@@ -52,13 +53,14 @@ class Estimate:
     steps_per_epoch: int
     batch_size: int
     step_seconds: float
+    epoch_setup_seconds: float
     val_rows: int
     val_seconds: float
     test_seconds: float
 
     @property
     def epoch_seconds(self) -> float:
-        return self.steps_per_epoch * self.step_seconds + self.val_seconds
+        return self.epoch_setup_seconds + self.steps_per_epoch * self.step_seconds + self.val_seconds
 
     @property
     def total_seconds(self) -> float:
@@ -72,20 +74,25 @@ class Estimate:
                 f"estimate: at most ~{minutes(self.total_seconds)} (early stopping usually ends sooner)")
 
 
-def _time_steps(model: TaskModel, batches: TrainBatches, steps: int) -> float:
-    """Seconds per training step (sampling, forward, backward, Adam) on a copy of ``model``."""
+def _time_steps(model: TaskModel, batches: TrainBatches, steps: int) -> tuple[float, float]:
+    """Seconds per training step (sampling, forward, backward, Adam) on a copy of ``model``, and the
+    seconds of the once-per-epoch work of the batches."""
     rng_state, generator_state = batches.rng.bit_generator.state, batches.generator.get_state()
     probe = copy.deepcopy(model)
     step = TrainStep(probe, tensor_lr_adam(probe.parameters(), 1e-9), CompileConfig("none"))
     rows = torch.from_numpy(np.random.default_rng(0).integers(0, len(batches.table), batches.batch_size))
-    step(*batches.batch(rows))  # the first step allocates Adam's state: not what a step costs
+    started = time.perf_counter()
+    # purchase draws every row's positive once per epoch (seconds on millions of rows), not per step
+    positives = batches.draw_positives() if batches.table.is_link else None
+    per_epoch = time.perf_counter() - started
+    step(*batches.batch(rows, positives))  # the first step allocates Adam's state: not what a step costs
     started = time.perf_counter()
     for _ in range(steps):
-        step(*batches.batch(rows))
+        step(*batches.batch(rows, positives))
     seconds = (time.perf_counter() - started) / steps
     batches.rng.bit_generator.state = rng_state
     batches.generator.set_state(generator_state)
-    return seconds
+    return seconds, per_epoch
 
 
 def _eval_seconds(inference: TaskInference, table: TaskTable, batch_size: int) -> float:
@@ -110,13 +117,14 @@ def estimate_task(model: TaskModel, batches: TrainBatches, inference: TaskInfere
                   test: TaskTable, epochs: int, eval_batch_size: int) -> Estimate:
     """Time :data:`PROBE_STEPS` training steps and a slice of evaluation, and extrapolate."""
     was_training = model.training
-    step_seconds = _time_steps(model, batches, PROBE_STEPS)
+    step_seconds, epoch_setup = _time_steps(model, batches, PROBE_STEPS)
     model.eval()
     per_val = _eval_seconds(inference, val, eval_batch_size)
     per_test = per_val * len(test) / max(1, len(val)) if len(val) else _eval_seconds(inference, test,
                                                                                        eval_batch_size)
     model.train(was_training)
-    return Estimate(epochs, len(batches), batches.batch_size, step_seconds, len(val), per_val, per_test)
+    return Estimate(epochs, len(batches), batches.batch_size, step_seconds, epoch_setup, len(val), per_val,
+                    per_test)
 
 
 class TimeBudget:
