@@ -12,8 +12,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
-
 from models.bundle import SNAPSHOT_DIR
 from models.schema import ARTICLES_CSV, CUSTOMERS_CSV, TRANSACTIONS_CSV
 from models.snapshot import GraphSnapshot, SnapshotError
@@ -99,7 +97,6 @@ def task_splits(task: str, tx: Transactions, snapshot: GraphSnapshot, max_train_
     for split, table in tables.items():
         if len(table) == 0:
             raise FitError(f"{task}: the {split} split has no rows (too little activity in the data)")
-    if 0 < max_val_rows < len(tables["val"]):
-        rows = np.random.default_rng(seed).choice(len(tables["val"]), max_val_rows, replace=False)
-        tables["val"] = tables["val"].subset(np.sort(rows))
+    if max_val_rows:
+        tables["val"] = tables["val"].sample(max_val_rows, seed)
     return tables

@@ -61,13 +61,6 @@ def _fit_cutoffs(past: Transactions, cutoff: int,
     return (train[::-1], cutoff - 7) if train else None
 
 
-def _capped(table: TaskTable, most: int) -> TaskTable:
-    """``table``, or a fixed random subset of ``most`` of its rows (kept in order) when it has more."""
-    if len(table) <= most:
-        return table
-    return table.subset(np.sort(np.random.default_rng(0).choice(len(table), most, replace=False)))
-
-
 def _train(task: str, x: np.ndarray, y: np.ndarray, x_val: np.ndarray, y_val: np.ndarray,
            categorical: list[int], groups: tuple[np.ndarray, np.ndarray] | None = None) -> lgb.Booster:
     params = PARAMS | OBJECTIVES[TASKS[task].task_type]
@@ -101,9 +94,9 @@ def _node_baseline(task: str, tx: Transactions, table: TaskTable, columns: Entit
         def features(t: TaskTable, p: Transactions = past) -> np.ndarray:
             return entity_features(p, entity_type, t.entity, int(t.seed_time[0]), columns)
 
-        fit_tables = [_capped(TASKS[task].make_table(past, sizes, c), MAX_FIT_ROWS) for c in plan[0]]
+        fit_tables = [TASKS[task].make_table(past, sizes, c).sample(MAX_FIT_ROWS) for c in plan[0]]
         fit_tables = [t for t in fit_tables if len(t)]
-        val_table = _capped(TASKS[task].make_table(past, sizes, plan[1]), MAX_FIT_ROWS)
+        val_table = TASKS[task].make_table(past, sizes, plan[1]).sample(MAX_FIT_ROWS)
         if not fit_tables or not len(val_table):
             continue
         x = np.concatenate([features(t) for t in fit_tables])
@@ -126,7 +119,7 @@ def lightgbm_sales(tx: Transactions, table: TaskTable, columns: EntityColumns | 
 
 
 def _pair_set(past: Transactions, t: TaskTable, num_articles: int, columns: EntityColumns | None):
-    t = _capped(t, MAX_FIT_CUSTOMERS)
+    t = t.sample(MAX_FIT_CUSTOMERS)
     cands = candidates(past, t.entity, int(t.seed_time[0]), num_articles, columns)
     labels = pair_labels(cands, t.entity, t.target_ptr, t.target_items, num_articles)
     return cands, labels

@@ -63,6 +63,13 @@ class TaskTable:
             raise ValueError("num_targets() needs a link-prediction table")
         return np.diff(self.target_ptr)
 
+    def sample(self, most: int, seed: int = 0) -> TaskTable:
+        """The table, or a random subset of ``most`` of its rows fixed by ``seed`` (kept in table
+        order) when it has more."""
+        if len(self) <= most:
+            return self
+        return self.subset(np.sort(np.random.default_rng(seed).choice(len(self), most, replace=False)))
+
     def subset(self, rows: np.ndarray) -> TaskTable:
         """The table restricted to ``rows`` (``(m,)`` int64 positions), in that order."""
         rows = np.asarray(rows, dtype=np.int64)
