@@ -120,8 +120,7 @@ def estimate_task(model: TaskModel, batches: TrainBatches, inference: TaskInfere
     step_seconds, epoch_setup = _time_steps(model, batches, PROBE_STEPS)
     model.eval()
     per_val = _eval_seconds(inference, val, eval_batch_size)
-    per_test = per_val * len(test) / max(1, len(val)) if len(val) else _eval_seconds(inference, test,
-                                                                                       eval_batch_size)
+    per_test = per_val * len(test) / max(1, len(val))  # training.fit never gets an empty val table
     model.train(was_training)
     return Estimate(epochs, len(batches), batches.batch_size, step_seconds, epoch_setup, len(val), per_val,
                     per_test)

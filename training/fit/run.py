@@ -145,8 +145,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         "time_budget_seconds": None if share is None else round(share, 1),
         "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
         "graphs_compiled_per_epoch": trainer.graphs_per_epoch,
+        "processes": distributed.world_size(),  # >1: trained under torchrun (DDP)
         "seconds": round(time.perf_counter() - started, 1)}
-    bundle.training["processes"] = distributed.world_size()  # >1: trained under torchrun (DDP)
     save_bundle(config.out / task, bundle, model, document)
     if config.warm_serving_cache:
         warm = TaskInference.from_bundle(config.out / task, snapshot, compile="buckets",
