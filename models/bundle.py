@@ -167,7 +167,9 @@ def load_bundle(directory: Path, snapshot: GraphSnapshot, device: torch.device |
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()
-        raise BundleError(f"{path}: weights do not match config.json ({' '.join(first[:2])[:300]})") from None
+        older = " (a bundle trained by an older relserve: retrain it)" if "Missing key" in str(exc) else ""
+        raise BundleError(f"{path}: weights do not match config.json{older} "
+                          f"({' '.join(first[:2])[:300]})") from None
     if config.weights_sha256 and hashlib.sha256(weights).hexdigest() != config.weights_sha256:
         raise BundleError(f"{path}: checksum differs from config.json's weights_sha256 (corrupted or "
                           "replaced since training); refusing to load it")

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from models.history import NUM_PAIR, NUM_POPULARITY, PurchaseExtras, PurchaseHistory
 from models.registry import TASKS
 from models.schema import ARTICLE, CUSTOMER
+from models.temporal_features import NUM_TEMPORAL, WINDOWS_DAYS, window_spend
 
 
 def _weighted_mean(values: Tensor, weight: Tensor) -> Tensor:
@@ -64,22 +65,43 @@ class SalesHead(nn.Module):
     a softplus driven there stops passing gradient, so the head collapses to predicting zero for
     every article. A linear output keeps L1's constant-size gradient on both sides of zero.
 
+    Next week's sales are to a first approximation a weighted sum of the article's recent weekly
+    sales (the last-week baseline is one such sum). The temporal features hold those only
+    ``log1p``-squashed, and an MLP over squashed inputs reproduces the large weeks of the best
+    sellers, which dominate the MAE, only roughly. So the seed's weekly sales over each window
+    also reach the output through one linear layer (zero at initialisation), scaled per article
+    by a gate in ``(0, 2)`` from its embedding: how much of its recent sales carries over is not
+    one ratio for every article (a new line ramps up, a seasonal one falls away).
+
     Args:
         hidden: embedding width.
         head_hidden: MLP width (``0``: linear).
     """
 
     seed_types = (ARTICLE,)
+    reads_seed_features = True  # forward also takes the seeds' numeric features (see TaskModel)
 
     def __init__(self, hidden: int, head_hidden: int) -> None:
         super().__init__()
         self.mlp = _mlp(hidden, head_hidden, 1)
+        self.recent = nn.Linear(len(WINDOWS_DAYS), 1, bias=False)
+        nn.init.zeros_(self.recent.weight)
+        self.carry_over = nn.Linear(hidden, 1)
         # Typical weekly sales of a selling article; set from the training targets, saved with the weights.
         self.register_buffer("scale", torch.ones(()))
+        # The snapshot's mean price in units of ``scale`` (the spend features' unit); set with it.
+        self.register_buffer("spend_unit", torch.zeros(()))
+        self.register_buffer("per_week", torch.tensor([7.0 / w for w in WINDOWS_DAYS]))
 
-    def forward(self, emb: Tensor, seed_type: str) -> Tensor:
-        """``(S, hidden)`` -> ``(S,)`` sales in units of ``scale`` (unclamped)."""
-        return self.mlp(emb).squeeze(-1)
+    def forward(self, emb: Tensor, seed_type: str, features: Tensor | None = None) -> Tensor:
+        """``(S, hidden)`` embeddings and the seeds' ``(S, F)`` numeric features (the temporal
+        ones last; ``None``: the MLP alone) -> ``(S,)`` sales in units of ``scale`` (unclamped)."""
+        out = self.mlp(emb).squeeze(-1)
+        if features is not None and features.shape[1] >= NUM_TEMPORAL:
+            weekly = window_spend(features[:, features.shape[1] - NUM_TEMPORAL:]) * self.per_week
+            gate = 2.0 * torch.sigmoid(self.carry_over(emb)).squeeze(-1)
+            out = out + gate * self.recent(weekly * self.spend_unit).squeeze(-1)
+        return out
 
     def predict(self, output: Tensor) -> Tensor:
         """``(S,)`` predicted sales, ``>= 0``."""

@@ -17,6 +17,7 @@ from torch import Tensor
 from models.csr import TemporalCSR
 from models.schema import ARTICLE, CUSTOMER
 from models.snapshot import GraphSnapshot
+from models.temporal_features import keyed_csr
 
 HISTORY_SLOTS = 128
 """Most recent distinct articles kept per customer (the ``N`` of every history tensor)."""
@@ -164,13 +165,13 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
 def snapshot_history(snapshot: GraphSnapshot, customer: Tensor, time: Tensor,
                      popularity: Tensor | None = None) -> PurchaseHistory:
     """:func:`customer_history` over ``snapshot``'s adjacency (``(B,)`` customers and seed times)."""
-    return customer_history(snapshot.adjacency[(CUSTOMER, ARTICLE)], snapshot.adjacency[(ARTICLE, CUSTOMER)],
+    return customer_history(keyed_csr(snapshot, CUSTOMER), keyed_csr(snapshot, ARTICLE),
                             snapshot.categorical[ARTICLE], customer, time, popularity=popularity)
 
 
 def snapshot_popularity(snapshot: GraphSnapshot, article: Tensor, time: Tensor) -> Tensor:
     """:func:`article_popularity` over ``snapshot``'s adjacency (``(M,)`` articles and seed times)."""
-    return article_popularity(snapshot.adjacency[(ARTICLE, CUSTOMER)], article, time)
+    return article_popularity(keyed_csr(snapshot, ARTICLE), article, time)
 
 
 class PurchaseExtras(NamedTuple):

@@ -48,6 +48,8 @@ class TaskModel(nn.Module):
         """
         emb = self.gnn(inputs.cat, inputs.num, inputs.rel_time, inputs.edge_index,
                        inputs.seed_type, inputs.seed_rows)
+        if getattr(self.head, "reads_seed_features", False):  # sales: the seeds' own recent sales
+            return self.head(emb, inputs.seed_type, inputs.num[inputs.seed_type][: inputs.seed_rows])
         return self.head(emb, inputs.seed_type)
 
     def loss(self, output: Tensor, target: Tensor, weight: Tensor, log_q: Tensor | None = None,

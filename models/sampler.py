@@ -19,6 +19,7 @@ from models.csr import TemporalCSR
 from models.schema import EDGE_TYPES, INCOMING, NEIGHBOUR_TYPE, NODE_TYPES, EdgeType
 from models.snapshot import GraphSnapshot
 from models.subgraph import SubgraphBatch
+from models.temporal_features import keyed_csr
 
 
 def max_tree_sizes(fanouts: tuple[int, ...], seed_type: str, num_seeds: int) -> tuple[dict[str, int],
@@ -152,7 +153,7 @@ class TemporalSampler:
         for fanout in self.config.fanouts:
             parent = levels[-1]
             child_type = NEIGHBOUR_TYPE[parent.node_type]
-            csr = self.snapshot.adjacency[(parent.node_type, child_type)]
+            csr = keyed_csr(self.snapshot, parent.node_type)  # the CSR to the child type
             start, end = csr.row_bounds_before(parent.ids, seed_time.index_select(0, parent.batch))
             if self.config.per_day:
                 kept = self._kept(parent.node_type, csr)

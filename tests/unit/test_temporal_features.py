@@ -13,7 +13,13 @@ from models.sampler import TemporalSampler
 from models.schema import ARTICLE, CUSTOMER
 from models.snapshot import GraphSnapshot
 from models.tables import RelTables
-from models.temporal_features import FEATURE_NAMES, RECENCY_CAP_DAYS, WINDOWS_DAYS, temporal_features
+from models.temporal_features import (
+    FEATURE_NAMES,
+    RECENCY_CAP_DAYS,
+    WINDOWS_DAYS,
+    keyed_csr,
+    temporal_features,
+)
 from training.synth.tables import SyntheticSize, synthetic_tables
 
 # Few days and many rows, so most nodes buy several times on one day and on the window edges.
@@ -110,3 +116,18 @@ def test_a_batch_equals_each_row_alone(snapshot: GraphSnapshot) -> None:
     alone = torch.cat([temporal_features(snapshot, ARTICLE, ids[i:i + 1], times[i:i + 1]) for i in range(64)])
     assert torch.equal(batch, alone)
     assert temporal_features(snapshot, ARTICLE, ids[:0], times[:0]).shape == (0, len(FEATURE_NAMES))
+
+
+@pytest.mark.parametrize("node_type", [CUSTOMER, ARTICLE])
+def test_keyed_csr_bounds_equal_the_row_search(snapshot: GraphSnapshot, node_type: str) -> None:
+    """The sampler's key search gives the CSR's per-row binary search's bounds, before the first
+    day, on every event day and its neighbours, and past the last day."""
+    csr = snapshot.adjacency[(node_type, CUSTOMER if node_type == ARTICLE else ARTICLE)]
+    days = csr.day.long()
+    times = torch.cat([days - 1, days, days + 1, torch.tensor([int(days.min()) - 50, int(days.max()) + 50])])
+    nodes = torch.arange(csr.num_rows).repeat_interleave(1 + times.numel() // csr.num_rows)[: times.numel()]
+    nodes = nodes[torch.randperm(nodes.numel(), generator=torch.Generator().manual_seed(0))]
+    start, end = keyed_csr(snapshot, node_type).row_bounds_before(nodes, times)
+    expected_start, expected_end = csr.row_bounds_before(nodes, times)
+    assert torch.equal(start, expected_start) and torch.equal(end, expected_end)
+    assert (end > start).any() and (end == start).any()

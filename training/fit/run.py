@@ -31,6 +31,7 @@ from models.model import TaskModel
 from models.sampler import SamplerConfig, TemporalSampler
 from models.snapshot import GraphSnapshot
 from models.tables import Transactions
+from models.temporal_features import mean_price
 from training.fit import distributed
 from training.fit.batches import TrainBatches
 from training.fit.budget import TimeBudget, estimate_task, minutes
@@ -69,6 +70,7 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     if hasattr(model.head, "scale"):  # sales: the head learns in units of a selling article's typical week
         sold = tables["train"].label[tables["train"].label > 0]
         model.head.scale.fill_(float(sold.mean()) if len(sold) else 1.0)
+        model.head.spend_unit.fill_(mean_price(snapshot) / float(model.head.scale))
     train_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, config.train_strategy,
                                                             recipe.per_day))
     batch_size = recipe.batch_size(len(tables["train"]), config.batch_size)
