@@ -13,14 +13,20 @@ What each one is for:
   reader (``serve.batching``) reuses LitServe's batch collection, its shutdown sentinel and stop signal.
 * :class:`LitAPIStatus`, :class:`LoopResponseType`, :class:`WorkerSetupStatus`: the status values
   LitServe passes between API servers, workers and the main process.
-* :class:`MessageTransport`: the worker-to-API-server transport interface (tests fake it).
+* :class:`MessageTransport`: the worker-to-API-server transport interface (tests fake it);
+  :class:`ZMQTransport`, the one ``fast_queue=True`` selects.
 * the server accessors: the SIGTERM drain sets LitServe's shutdown event and marks workers failed;
   a failed start-up stops the workers and the Manager; ``/metrics`` reads queue depths.
-* :class:`LitServer`: LitServe's server with one shutdown fix. With ``fast_queue=True`` its
-  graceful shutdown first closes the ZeroMQ transport of the main process, which never opened a
-  socket (only workers and API servers do), and ``ZMQTransport.close`` then raises ``ValueError``
-  before any worker or API server is stopped: the process exits 1 and leaves orphans. Its
-  request queues put from a thread (:class:`BackgroundPutQueue`).
+* :class:`LitServer`: LitServe's server with three fixes. (1) ``fast_queue=True`` is silently
+  ignored in 0.2.19: ``LitServer.__init__`` passes ``transport_config=`` to ``TransportConfig``,
+  whose field is ``transport_type``, so pydantic drops it and every server uses the Manager-queue
+  transport; and were it honoured, the factory passes the broker's two addresses to
+  ``ZMQTransport`` swapped, so no answer would arrive (LitServe issue 751, PR 752, open). Here the
+  transport type is set by its real name and the transport is rebuilt with the addresses by name.
+  (2) With ZeroMQ, its graceful shutdown first closes the main process's transport, which never
+  opened a socket (only workers and API servers do), and ``ZMQTransport.close`` then raises
+  ``ValueError`` before any worker or API server is stopped: the process would exit 1 and leave
+  orphans. (3) Its request queues put from a thread (:class:`BackgroundPutQueue`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from litserve.loops.base import _SENTINEL_VALUE as SENTINEL
 from litserve.loops.base import _StopLoopError as StopLoopError
 from litserve.loops.base import collate_requests
 from litserve.transport.base import MessageTransport
+from litserve.transport.factory import TransportConfig
 from litserve.transport.zmq_transport import ZMQTransport
 from litserve.utils import LitAPIStatus, LoopResponseType, WorkerSetupStatus
 
@@ -43,10 +50,23 @@ LITSERVE_VERSION_READ = "0.2.19"
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "LITSERVE_VERSION_READ", "SENTINEL", "BackgroundPutQueue", "LitAPIStatus", "LitServer",
+    "LITSERVE_VERSION_READ",
+    "SENTINEL",
+    "BackgroundPutQueue",
+    "LitAPIStatus",
+    "LitServer",
     "LoopResponseType",
-    "MessageTransport", "StopLoopError", "WorkerSetupStatus", "collate_requests", "inference_workers",
-    "manager", "request_queue", "set_restart_workers", "set_worker_id", "shutdown_event",
+    "MessageTransport",
+    "StopLoopError",
+    "WorkerSetupStatus",
+    "ZMQTransport",
+    "collate_requests",
+    "inference_workers",
+    "manager",
+    "request_queue",
+    "set_restart_workers",
+    "set_worker_id",
+    "shutdown_event",
     "workers_setup_status",
 ]
 
@@ -90,10 +110,18 @@ class BackgroundPutQueue:
 
 
 class LitServer(ls.LitServer):
-    """``litserve.LitServer`` whose shutdown also works with ``fast_queue=True`` (module docstring)."""
+    """``litserve.LitServer`` whose ``fast_queue=True`` takes effect and shuts down (module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.transport_config = TransportConfig(transport_type="zmq" if self.use_zmq else "mp")
 
     def _init_manager(self, num_api_servers: int) -> Any:
         manager = super()._init_manager(num_api_servers)
+        config = self.transport_config
+        if isinstance(self._transport, ZMQTransport):  # the broker runs; connect to it the right way round
+            self._transport = ZMQTransport(backend_address=config.backend_address,
+                                           frontend_address=config.frontend_address)
         for path, queue in list(self.litapi_request_queues.items()):
             self.litapi_request_queues[path] = BackgroundPutQueue(queue)
         return manager

@@ -1,11 +1,17 @@
-"""serve.litserve_compat: the request queue's background put, on a real Manager queue."""
+"""serve.litserve_compat: the request queue's background put, on a real Manager queue; the ZeroMQ
+answer transport that ``fast_queue=True`` names, wired to a real broker."""
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing as mp
 import pickle
 
-from serve.litserve_compat import BackgroundPutQueue
+import litserve as ls
+import pytest
+import zmq
+
+from serve.litserve_compat import BackgroundPutQueue, LitServer, ZMQTransport
 
 
 def test_puts_arrive_in_order_and_reads_go_to_the_manager_queue():
@@ -26,3 +32,43 @@ def test_a_pickled_copy_is_the_plain_manager_proxy():
         assert not isinstance(copy, BackgroundPutQueue)
         copy.put("direct")
         assert raw.get(timeout=10) == "direct"
+
+
+class _NoModel(ls.LitAPI):
+    def setup(self, device: str) -> None:
+        pass
+
+    def predict(self, x: object) -> object:
+        return x
+
+
+@pytest.mark.parametrize("fast_queue", [True, False])
+def test_fast_queue_selects_the_transport_it_names(fast_queue: bool) -> None:
+    """LitServe 0.2.19 drops ``fast_queue`` (a misnamed TransportConfig field); the compat server keeps it."""
+    server = LitServer([_NoModel()], fast_queue=fast_queue)
+    assert server.transport_config.transport_type == ("zmq" if fast_queue else "mp")
+
+
+def test_zmq_transport_delivers_an_answer_from_a_worker_to_an_api_server() -> None:
+    """With the broker's addresses wired by name, what a worker sends reaches the API server that
+    subscribed (LitServe's factory swaps them, and nothing would arrive)."""
+    server = LitServer([_NoModel()], fast_queue=True)
+    manager = server._init_manager(1)
+    try:
+        transport = server._transport
+        assert isinstance(transport, ZMQTransport)
+        assert transport.backend_address == server.transport_config.backend_address
+        # each process gets a pickled copy of the transport, as LitServe's spawned processes do
+        worker, api_server = (pickle.loads(pickle.dumps(transport)) for _ in range(2))
+
+        async def receive() -> object:
+            api_server.setup(zmq.SUB, consumer_id=0)
+            await asyncio.sleep(0.2)  # the subscription reaches the broker before the first answer
+            worker.send(("uid-1", ({"ok": 1}, "OK")), consumer_id=0)
+            return await api_server.areceive(consumer_id=0, timeout=10)
+
+        assert asyncio.run(receive()) == ("uid-1", ({"ok": 1}, "OK"))
+        worker.close()
+        api_server.close()
+    finally:
+        manager.shutdown()
