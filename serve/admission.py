@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import email.message
 import functools
+import gc
 import json
 import multiprocessing as mp
 import time
@@ -103,8 +104,15 @@ class Admission:
         self.deadline_s = deadline_s
         self.retry_after = str(retry_after_s).encode()
         self.metrics = metrics or RequestMetrics(tasks=[path.rsplit("/", 1)[-1] for path in state.limits])
+        self._heap_frozen = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._heap_frozen:
+            # Once, in the API server process: the objects alive now (imports, app, torch) move out
+            # of the collector's reach. Full collections over them took 100-200 ms each under load
+            # and set the p99 (BENCHMARKS.md, "Serving vs the framework ceiling").
+            gc.freeze()
+            self._heap_frozen = True
         path = scope.get("path", "") if scope["type"] == "http" else ""
         if path == HEALTH_PATH and self.state.draining.value:
             await _answer(send, 503, "shutting down", ((b"connection", b"close"),))

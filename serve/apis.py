@@ -10,6 +10,7 @@ API into each spawned worker. Request bodies are validated by FastAPI before the
 
 # No ``from __future__ import annotations`` here: LitServe hands the *evaluated* annotations of
 # decode_request / encode_response to FastAPI as the route's body and response models.
+import gc
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,9 @@ class TaskAPI(ls.LitAPI):
         self.metrics = WorkerMetrics(self.task)
         cache = "disabled" if self.settings.compile == "none" else "hit" if report.cache_hit else "miss"
         self.metrics.warmed_up(time.perf_counter() - started, cache)
+        # The loaded model, torch and the compiled graphs leave the collector's reach: a full
+        # collection over them stalled a batch by 100+ ms under load (BENCHMARKS.md).
+        gc.freeze()
 
     def lookup(self, entity_id: str, k: int = 0) -> Query:
         index = int(self.inference.snapshot.lookup(self.inference.entity_type, [entity_id])[0])
