@@ -26,7 +26,8 @@ What each one is for:
   (2) With ZeroMQ, its graceful shutdown first closes the main process's transport, which never
   opened a socket (only workers and API servers do), and ``ZMQTransport.close`` then raises
   ``ValueError`` before any worker or API server is stopped: the process would exit 1 and leave
-  orphans. (3) Its request queues put from a thread (:class:`BackgroundPutQueue`).
+  orphans. (3) Its request queues put from a thread (:class:`BackgroundPutQueue`). Its API
+  servers receive the answers with :class:`ZMQAnswers` (no ``zmq.asyncio``).
 """
 
 from __future__ import annotations
