@@ -23,11 +23,11 @@ What each one is for:
   transport; and were it honoured, the factory passes the broker's two addresses to
   ``ZMQTransport`` swapped, so no answer would arrive (LitServe issue 751, PR 752, open). Here the
   transport type is set by its real name and the transport is rebuilt with the addresses by name.
-  (2) With ZeroMQ, its graceful shutdown first closes the main process's transport, which never
-  opened a socket (only workers and API servers do), and ``ZMQTransport.close`` then raises
-  ``ValueError`` before any worker or API server is stopped: the process would exit 1 and leave
-  orphans. (3) Its request queues put from a thread (:class:`BackgroundPutQueue`). Its API
-  servers receive the answers with :class:`ZMQAnswers` (no ``zmq.asyncio``).
+  (2) The transport is :class:`ZMQAnswers`: API servers receive without ``zmq.asyncio``, and its
+  ``close`` in the main process, which never opened a socket (only workers and API servers do),
+  does nothing; LitServe's ``ZMQTransport.close`` raises ``ValueError`` there, first thing in the
+  graceful shutdown, before any worker or API server is stopped (exit 1 and orphans). (3) Its
+  request queues put from a thread (:class:`BackgroundPutQueue`).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class ZMQAnswers(ZMQTransport):
     most the timer. The timer starts at :attr:`recheck_s` after each answer and doubles up to
     :attr:`idle_recheck_s` while nothing arrives, so an idle server wakes 20 times a second, not
     500. Workers publish exactly as in LitServe. Also skips LitServe's ``__ping__`` message,
-    which is not a pickle.
+    which is not a pickle, and closes quietly in a process that never opened a socket.
     """
 
     recheck_s: float = 0.002
@@ -206,12 +206,6 @@ class LitServer(ls.LitServer):
             self.litapi_request_queues[path] = BackgroundPutQueue(queue)
         return manager
 
-    def _perform_graceful_shutdown(self, manager: Any, uvicorn_workers: dict,
-                                   shutdown_reason: str = "normal") -> None:
-        transport = getattr(self, "_transport", None)
-        if isinstance(transport, ZMQTransport) and transport._zmq is None:
-            transport.close = lambda **kwargs: None  # nothing opened in this process, nothing to close
-        super()._perform_graceful_shutdown(manager, uvicorn_workers, shutdown_reason)
 
 
 def shutdown_event(server: ls.LitServer) -> Any | None:

@@ -70,5 +70,6 @@ def test_zmq_transport_delivers_an_answer_from_a_worker_to_an_api_server() -> No
         assert asyncio.run(receive()) == ("uid-1", ({"ok": 1}, "OK"))
         worker.close()
         api_server.close()
+        transport.close(send_sentinel=True)  # the main process opened no socket: LitServe's would raise
     finally:
         manager.shutdown()
