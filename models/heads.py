@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.history import NUM_PAIR, NUM_POPULARITY, PurchaseExtras, PurchaseHistory
+from models.ranking import RankParts
 from models.registry import TASKS
 from models.schema import ARTICLE, CUSTOMER
 from models.temporal_features import NUM_TEMPORAL, WINDOWS_DAYS, window_spend
@@ -123,7 +124,10 @@ class PurchaseHead(nn.Module):
     (:class:`models.history.PurchaseHistory`) are scored instead by :meth:`repeat_score`, an MLP on
     the pair's features and the customer's query plus the query's match with the article's
     attributes; :meth:`rank` writes those scores over the
-    dot-product scores at their columns before one ``topk``.
+    dot-product scores at their columns before one ``topk``. Both are trained against in-batch
+    negatives only, so at ranking time over the whole catalogue the two scales need not agree:
+    ``repeat_shift`` (a buffer, chosen on validation after training, see
+    :mod:`training.fit.calibrate`) is added to every repeat score when ranking.
 
     Args:
         hidden: embedding width.
@@ -147,6 +151,12 @@ class PurchaseHead(nn.Module):
         self.popularity = nn.Sequential(nn.Linear(NUM_POPULARITY, 16), nn.ReLU(), nn.Linear(16, 1))
         self.repeat = nn.Sequential(nn.Linear(NUM_PAIR + embedding_dim, hidden), nn.ReLU(),
                                     nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        self.register_buffer("repeat_shift", torch.zeros(()))
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        # bundles written before the shift existed rank as they always did
+        state_dict.setdefault(prefix + "repeat_shift", torch.zeros(()))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, emb: Tensor, seed_type: str) -> Tensor:
         """``(S, hidden)`` -> ``(S, D + 1)``: queries for customers, keys (without prior) for articles."""
@@ -170,19 +180,36 @@ class PurchaseHead(nn.Module):
         return self.repeat(torch.cat([history.features, q], dim=-1)).squeeze(-1) + taste
 
     def scores(self, query: Tensor, keys: Tensor, history: PurchaseHistory | None = None) -> Tensor:
-        """``(B, A)`` scores: dot products, with the repeat score at each history article's column."""
+        """``(B, A)`` scores: dot products, with the repeat score (plus ``repeat_shift``) at each
+        history article's column."""
         scores = query @ keys.T
         if history is None:
             return scores
-        # :meth:`repeat_score` of the real slots only: most of a row's slots are empty, and summing
-        # the attribute embeddings as a bag never builds the (B, N, C, D) tensor (4x faster, same values).
         rows, slots = history.mask.nonzero(as_tuple=True)
+        repeat = self._history_scores(query, history, rows, slots) + self.repeat_shift
+        # A history holds distinct articles, so no (row, article) is written twice.
+        return scores.index_put_((rows, history.article[rows, slots]), repeat.to(scores.dtype))
+
+    def _history_scores(self, query: Tensor, history: PurchaseHistory, rows: Tensor, slots: Tensor) -> Tensor:
+        """:meth:`repeat_score` of the real slots ``(rows, slots)`` only, ``(R,)``: most of a row's
+        slots are empty, and summing the attribute embeddings as a bag never builds the (B, N, C, D)
+        tensor (4x faster, same values)."""
         q = query[rows, :-1]
         codes = history.codes[rows, slots] + self.code_offsets
         taste = (F.embedding_bag(codes, self.attributes.weight, mode="sum") * q).sum(dim=-1)
-        repeat = self.repeat(torch.cat([history.features[rows, slots], q], dim=-1)).squeeze(-1) + taste
-        # A history holds distinct articles, so no (row, article) is written twice.
-        return scores.index_put_((rows, history.article[rows, slots]), repeat.to(scores.dtype))
+        return self.repeat(torch.cat([history.features[rows, slots], q], dim=-1)).squeeze(-1) + taste
+
+    def rank_parts(self, query: Tensor, keys: Tensor, k: int, history: PurchaseHistory) -> RankParts:
+        """What :meth:`rank` merges, kept apart so any ``repeat_shift`` can be tried without
+        scoring again: the best ``k`` dot products outside the history, and the history's repeat
+        scores without the shift (see :func:`models.ranking.merge_ranked`)."""
+        scores = query @ keys.T
+        rows, slots = history.mask.nonzero(as_tuple=True)
+        scores.index_put_((rows, history.article[rows, slots]), scores.new_tensor(float("-inf")))
+        top, top_articles = torch.topk(scores, min(k, keys.shape[0]), dim=-1)
+        repeat = torch.full(history.mask.shape, float("-inf"), dtype=top.dtype, device=top.device)
+        repeat[rows, slots] = self._history_scores(query, history, rows, slots).to(top.dtype)
+        return RankParts(top, top_articles, repeat, history.article)
 
     def rank(self, query: Tensor, keys: Tensor, k: int,
              history: PurchaseHistory | None = None) -> tuple[Tensor, Tensor]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from models.compile_cache import CompileCacheRecorder, load_compile_cache
 from models.features import ModelInputs, TableSpec, gather_inputs
 from models.history import PurchaseHistory, snapshot_history, snapshot_popularity
 from models.model import TaskModel
+from models.ranking import RankParts
 from models.registry import TASKS
 from models.sampler import SamplerConfig, TemporalSampler
 from models.schema import ARTICLE
@@ -206,6 +208,27 @@ class TaskInference:
             seed_time = torch.full_like(entity, self.snapshot.end_time)
         return gather_inputs(self.snapshot, self.sampler.sample(self.entity_type, entity, seed_time))
 
+    def _ranking_rows(self, entity: Tensor, seed_time: Tensor,
+                      output: Tensor) -> Iterator[tuple[Tensor, PurchaseHistory]]:
+        """Queries and histories in slices of ``RANK_ROWS`` (bounds the ``(rows, A)`` score matrix)."""
+        times = seed_time.unique()
+        table = self.popularity.get(int(times[0])) if len(times) == 1 else None
+        history = snapshot_history(self.snapshot, entity, seed_time, table)
+        history = PurchaseHistory(*(t.to(self.device) for t in history))
+        for i in range(0, len(entity), RANK_ROWS):
+            yield output[i:i + RANK_ROWS], PurchaseHistory(*(t[i:i + RANK_ROWS] for t in history))
+
+    @torch.inference_mode()
+    def rank_parts(self, entity: Tensor, seed_time: Tensor, article_keys: Tensor, k: int = 12) -> RankParts:
+        """The purchase ranking of ``entity`` ``(B,)`` at ``seed_time`` ``(B,)`` in the two parts
+        :func:`models.ranking.merge_ranked` merges for any repeat shift (see
+        :meth:`models.heads.PurchaseHead.rank_parts`); ``article_keys`` as for :meth:`run`."""
+        output = self.predictor(self.prepare(entity, seed_time))
+        parts = [self.model.head.rank_parts(query, article_keys, k, history)
+                 for query, history in self._ranking_rows(entity, seed_time, output)]
+        return RankParts(*(t.float().cpu() if t.is_floating_point() else t.cpu()
+                           for t in RankParts.cat(parts)))
+
     @torch.inference_mode()
     def run(self, entity: Tensor, k: int = 12, seed_time: Tensor | None = None,
             article_keys: Tensor | None = None, inputs: ModelInputs | None = None) -> InferenceResult:
@@ -235,13 +258,8 @@ class TaskInference:
             keys = article_keys if article_keys is not None else self.article_keys
             if keys is None:
                 keys = self.article_keys = self.compute_article_keys(self.snapshot.end_time)
-            times = seed_time.unique()
-            table = self.popularity.get(int(times[0])) if len(times) == 1 else None
-            history = snapshot_history(self.snapshot, entity, seed_time, table)
-            history = PurchaseHistory(*(t.to(self.device) for t in history))
-            ranked = [self.model.head.rank(output[i:i + RANK_ROWS], keys, k,
-                                           PurchaseHistory(*(t[i:i + RANK_ROWS] for t in history)))
-                      for i in range(0, len(entity), RANK_ROWS)]
+            ranked = [self.model.head.rank(query, keys, k, history)
+                      for query, history in self._ranking_rows(entity, seed_time, output)]
             result.scores = torch.cat([scores for scores, _ in ranked]).float().cpu()
             result.articles = torch.cat([articles for _, articles in ranked]).cpu()
         else:

@@ -7,8 +7,11 @@ measurement of exactly what would be served at that time.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
+from torch import Tensor
 from tqdm import tqdm
 
 from models.inference import TaskInference
@@ -22,6 +25,22 @@ from training.tasks.metrics import compute_metrics
 from training.tasks.table import TaskTable
 
 Metrics = dict[str, float]
+
+
+def table_batches(inference: TaskInference, table: TaskTable, batch_size: int, progress: bool,
+                  desc: str) -> Iterator[tuple[Tensor, Tensor | None]]:
+    """Row positions of ``table`` in batches of one seed time each, with the purchase article keys
+    of that time (``None`` for other tasks), under a progress bar of rows scored."""
+    bar = tqdm(total=len(table), desc=desc or f"{inference.task} evaluation", unit="row", leave=False,
+               disable=not progress or len(table) <= 4 * batch_size, dynamic_ncols=True)
+    for time in np.unique(table.seed_time):
+        rows = np.flatnonzero(table.seed_time == time)
+        keys = inference.compute_article_keys(int(time)) if TASKS[inference.task].ranks else None
+        for start in range(0, len(rows), batch_size):
+            chunk = torch.from_numpy(rows[start:start + batch_size])
+            yield chunk, keys
+            bar.update(len(chunk))
+    bar.close()
 
 
 def predict_table(inference: TaskInference, table: TaskTable, batch_size: int = 512,
@@ -43,22 +62,14 @@ def predict_table(inference: TaskInference, table: TaskTable, batch_size: int = 
     seed_time = torch.from_numpy(table.seed_time)
     link = task.task_type == LINK
     out = np.empty((len(table), task.k) if link else len(table), dtype=np.int64 if link else np.float64)
-    bar = tqdm(total=len(table), desc=desc or f"{inference.task} evaluation", unit="row", leave=False,
-               disable=not progress or len(table) <= 4 * batch_size, dynamic_ncols=True)
-    for time in np.unique(table.seed_time):
-        rows = np.flatnonzero(table.seed_time == time)
-        keys = inference.compute_article_keys(int(time)) if link else None
-        for start in range(0, len(rows), batch_size):
-            chunk = torch.from_numpy(rows[start:start + batch_size])
-            result = inference.run(entity[chunk], k=task.k, seed_time=seed_time[chunk], article_keys=keys)
-            if link:  # fewer than k articles in the catalogue: pad with -1 (no prediction)
-                ranked = result.articles.numpy()
-                missing = task.k - ranked.shape[1]
-                out[chunk.numpy()] = np.pad(ranked, ((0, 0), (0, missing)), constant_values=-1)
-            else:
-                out[chunk.numpy()] = result.values.double().numpy()
-            bar.update(len(chunk))
-    bar.close()
+    for chunk, keys in table_batches(inference, table, batch_size, progress, desc):
+        result = inference.run(entity[chunk], k=task.k, seed_time=seed_time[chunk], article_keys=keys)
+        if link:  # fewer than k articles in the catalogue: pad with -1 (no prediction)
+            ranked = result.articles.numpy()
+            missing = task.k - ranked.shape[1]
+            out[chunk.numpy()] = np.pad(ranked, ((0, 0), (0, missing)), constant_values=-1)
+        else:
+            out[chunk.numpy()] = result.values.double().numpy()
     return out
 
 

@@ -35,6 +35,7 @@ from models.temporal_features import mean_price
 from training.fit import distributed
 from training.fit.batches import TrainBatches
 from training.fit.budget import TimeBudget, estimate_task, minutes
+from training.fit.calibrate import calibrated_metrics
 from training.fit.config import FitConfig, FitError, parse_args
 from training.fit.data import prepare_snapshot, task_splits
 from training.fit.evaluate import Metrics, evaluate_baselines, evaluate_model
@@ -111,10 +112,12 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         loss = trainer.run_epoch(epoch)
         model.eval()  # evaluation (and the purchase article keys) never run in training mode
         trained = time.perf_counter() - clock
-        val = distributed.from_main(partial(score, inference, tables["val"], "val", config))  # same stop
+        # same stop on every rank; purchase also picks its repeat shift here (training.fit.calibrate)
+        val = distributed.from_main(partial(score, inference, tables["val"], "val", config, calibrate=True))
         epochs_run, epoch_seconds = epoch + 1, time.perf_counter() - clock
+        shift = f", repeat shift {float(model.head.repeat_shift):g}" if spec.ranks else ""
         log(config, f"{task} epoch {epoch + 1}: train loss {loss:.4f}, "
-                    f"val {spec.primary_metric} {val[spec.primary_metric]:.4f} "
+                    f"val {spec.primary_metric} {val[spec.primary_metric]:.4f}{shift} "
                     f"(train {trained:.1f} s, val {epoch_seconds - trained:.1f} s)")
         if best_epoch < 0 or improves(val[spec.primary_metric], best_val[spec.primary_metric],
                                       spec.higher_is_better):
@@ -140,6 +143,7 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         "max_steps_per_epoch": recipe.max_steps_per_epoch, "steps_per_epoch": len(batches),
         "steps_run": trainer.steps_done,
         "seed": config.seed, "lr": recipe.lr,
+        **({"repeat_shift": float(model.head.repeat_shift)} if spec.ranks else {}),
         "batch_size": batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
         "train_rows": len(tables["train"]), "val_rows": len(tables["val"]),
         "sampler_strategy": config.train_strategy,
@@ -165,10 +169,14 @@ def improves(value: float, best: float, higher_is_better: bool) -> bool:
     return value > best if higher_is_better else value < best
 
 
-def score(inference: TaskInference, table: TaskTable, split: str, config: FitConfig) -> Metrics:
+def score(inference: TaskInference, table: TaskTable, split: str, config: FitConfig,
+          calibrate: bool = False) -> Metrics:
+    """The model's metrics on ``table``; with ``calibrate``, purchase first picks its repeat shift there."""
+    args = (inference, table, config.eval_batch_size, config.progress, f"{inference.task} {split}")
     try:
-        return evaluate_model(inference, table, config.eval_batch_size, config.progress,
-                              f"{inference.task} {split}")
+        if calibrate and TASKS[inference.task].ranks:
+            return calibrated_metrics(*args)[0]
+        return evaluate_model(*args)
     except ValueError as exc:  # e.g. a week in which every customer churned: AUROC is undefined
         raise FitError(f"{inference.task}: cannot score the {split} split ({exc})") from None
 
