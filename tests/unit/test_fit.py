@@ -20,7 +20,7 @@ from models.quality import baseline_warning
 from models.snapshot import GraphSnapshot
 from training.data.load import load_tables
 from training.fit.batches import TrainBatches
-from training.fit.config import TaskRecipe
+from training.fit.config import FitConfig, TaskRecipe
 from training.fit.data import task_splits
 from training.fit.evaluate import evaluate_model
 from training.fit.run import main
@@ -188,6 +188,12 @@ def test_the_step_budget_and_the_batch_adapt_to_the_table_size() -> None:
     recipe = TaskRecipe()
     assert recipe.batch_size(200_000, 256) == 256 and recipe.batch_size(2_000, 256) == 66
     assert recipe.batch_size(100, 256) == 32 and recipe.batch_size(100, 16) == 16
+    # the step budget: fixed up to growth_rows, then the square root of the rows, at most max_growth
+    assert recipe.steps_per_epoch(1_000) == recipe.steps_per_epoch(recipe.growth_rows) == 120
+    assert recipe.steps_per_epoch(4 * recipe.growth_rows) == 240
+    assert recipe.steps_per_epoch(10_605_000) == recipe.steps_per_epoch(10**9) == 600
+    given = FitConfig(Path(), Path(), ("sales",), max_steps_per_epoch=50).recipe("sales")
+    assert given.steps_per_epoch(10**9) == 50  # a user's --max-steps-per-epoch is taken as given
     rows = 10_000
     table = TaskTable(np.arange(rows), np.repeat(np.arange(10), rows // 10), None,
                       label=np.zeros(rows, dtype=np.float32))

@@ -38,7 +38,12 @@ class TaskRecipe:
         max_train_cutoffs: most recent weekly training cutoffs used (``None``: all).
         lr: peak learning rate (linear warm-up, then cosine decay over ``epochs``).
         hidden: width of the GNN, the heads and the purchase dot-product space.
-        max_steps_per_epoch: most batches per epoch.
+        max_steps_per_epoch: most batches per epoch on tables of up to ``growth_rows`` rows.
+        growth_rows: beyond this many training rows the step budget grows with the square root
+            of the rows (see :meth:`steps_per_epoch`): at H&M size 120 steps of 256 rows saw 3 %
+            of sales' 10.6M rows and both sales and purchase were still improving at the last epoch.
+        max_growth: the most that growth multiplies ``max_steps_per_epoch`` by (bounds the
+            time at any size; a user's ``--max-steps-per-epoch`` is taken as given, no growth).
         min_steps_per_epoch: on small data the batch shrinks (down to 32 rows) so an epoch still
             has this many steps; a few hundred training rows would otherwise get a handful of
             updates in all.
@@ -54,6 +59,8 @@ class TaskRecipe:
     lr: float = 0.003
     hidden: int = 64
     max_steps_per_epoch: int = 120
+    growth_rows: int = 256_000
+    max_growth: float = 5.0
     min_steps_per_epoch: int = 30
     patience: int = 3
     per_day: int = 0
@@ -62,6 +69,12 @@ class TaskRecipe:
         """Rows per step for a table of ``rows`` rows: ``largest``, or smaller on small data (see
         ``min_steps_per_epoch``), never below 32."""
         return max(min(largest, 32), min(largest, rows // self.min_steps_per_epoch))
+
+    def steps_per_epoch(self, rows: int) -> int:
+        """Most batches per epoch for ``rows`` training rows: ``max_steps_per_epoch``, times
+        ``sqrt(rows / growth_rows)`` for larger tables, at most ``max_growth`` times."""
+        growth = min(self.max_growth, max(1.0, math.sqrt(rows / self.growth_rows)))
+        return round(self.max_steps_per_epoch * growth)
 
     def model_config(self) -> ModelConfig:
         return ModelConfig(hidden=self.hidden, head_hidden=self.hidden, embedding_dim=self.hidden,
@@ -169,6 +182,8 @@ class FitConfig:
         names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden", "max_steps_per_epoch", "patience",
                  "per_day")
         overrides = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        if "max_steps_per_epoch" in overrides:  # the user's number, as given
+            overrides["max_growth"] = 1.0
         if overrides.get("max_train_cutoffs") == 0:
             overrides["max_train_cutoffs"] = None
         return dataclasses.replace(RECIPES[task], **overrides)
@@ -184,8 +199,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="artifacts directory (bundles and snapshot)")
     p.add_argument("--epochs", type=int, help=f"most epochs (default: {TaskRecipe.epochs})")
     p.add_argument("--max-steps-per-epoch", type=int,
-                   help="most batches per epoch, drawn from every cutoff "
-                        f"(default: {TaskRecipe.max_steps_per_epoch})")
+                   help="most batches per epoch, drawn from every cutoff (default: "
+                        f"{TaskRecipe.max_steps_per_epoch} up to {TaskRecipe.growth_rows:,} training rows, "
+                        f"growing with the square root of the rows beyond, at most "
+                        f"{TaskRecipe.max_growth:g}x)")
     p.add_argument("--patience", type=int,
                    help="epochs without a better validation score before stopping "
                         f"(default: {TaskRecipe.patience})")
