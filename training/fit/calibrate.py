@@ -19,7 +19,7 @@ import torch
 
 from models.inference import TaskInference
 from models.ranking import RankParts, merge_ranked
-from training.fit.evaluate import Metrics, table_batches
+from training.fit.evaluate import Metrics, padded_to_k, table_batches
 from training.tasks.definitions import TASKS
 from training.tasks.metrics import compute_metrics
 from training.tasks.table import TaskTable
@@ -62,9 +62,7 @@ def calibrated_metrics(inference: TaskInference, table: TaskTable, batch_size: i
     inverse = np.argsort(np.concatenate(order))  # batches come grouped by seed time
     results = {}
     for shift in SHIFTS:
-        ranked = merge_ranked(rows, shift, task.k).numpy()[inverse]
-        missing = task.k - ranked.shape[1]
-        ranked = np.pad(ranked, ((0, 0), (0, missing)), constant_values=-1)
+        ranked = padded_to_k(merge_ranked(rows, shift, task.k).numpy()[inverse], task.k)
         results[shift] = compute_metrics(task, ranked, table)
     shift = choose_shift(results, task.primary_metric)
     inference.model.head.repeat_shift.fill_(shift)

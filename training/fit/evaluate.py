@@ -43,6 +43,12 @@ def table_batches(inference: TaskInference, table: TaskTable, batch_size: int, p
     bar.close()
 
 
+def padded_to_k(ranked: np.ndarray, k: int) -> np.ndarray:
+    """``(n, k' <= k)`` ranked article indices padded to ``(n, k)`` with ``-1`` (no prediction):
+    a catalogue of fewer than ``k`` articles."""
+    return np.pad(ranked, ((0, 0), (0, k - ranked.shape[1])), constant_values=-1)
+
+
 def predict_table(inference: TaskInference, table: TaskTable, batch_size: int = 512,
                   progress: bool = False, desc: str = "") -> np.ndarray:
     """Model predictions for every row of ``table``, in batches (memory grows with the answers only).
@@ -64,10 +70,8 @@ def predict_table(inference: TaskInference, table: TaskTable, batch_size: int = 
     out = np.empty((len(table), task.k) if link else len(table), dtype=np.int64 if link else np.float64)
     for chunk, keys in table_batches(inference, table, batch_size, progress, desc):
         result = inference.run(entity[chunk], k=task.k, seed_time=seed_time[chunk], article_keys=keys)
-        if link:  # fewer than k articles in the catalogue: pad with -1 (no prediction)
-            ranked = result.articles.numpy()
-            missing = task.k - ranked.shape[1]
-            out[chunk.numpy()] = np.pad(ranked, ((0, 0), (0, missing)), constant_values=-1)
+        if link:
+            out[chunk.numpy()] = padded_to_k(result.articles.numpy(), task.k)
         else:
             out[chunk.numpy()] = result.values.double().numpy()
     return out
