@@ -207,7 +207,6 @@ class LitServer(ls.LitServer):
         return manager
 
 
-
 def shutdown_event(server: ls.LitServer) -> Any | None:
     """The Manager event whose ``set()`` makes ``LitServer.run`` shut down (``None`` before run)."""
     return server._shutdown_event

@@ -15,7 +15,6 @@ from torch import Tensor
 from tqdm import tqdm
 
 from models.inference import TaskInference
-from models.registry import LINK
 from models.tables import Transactions
 from training.tasks.baselines import BASELINES
 from training.tasks.definitions import TASKS
@@ -66,7 +65,7 @@ def predict_table(inference: TaskInference, table: TaskTable, batch_size: int = 
     task = TASKS[inference.task]
     entity = torch.from_numpy(table.entity)
     seed_time = torch.from_numpy(table.seed_time)
-    link = task.task_type == LINK
+    link = task.ranks
     out = np.empty((len(table), task.k) if link else len(table), dtype=np.int64 if link else np.float64)
     for chunk, keys in table_batches(inference, table, batch_size, progress, desc):
         result = inference.run(entity[chunk], k=task.k, seed_time=seed_time[chunk], article_keys=keys)
