@@ -17,7 +17,7 @@ import numpy as np
 from models.schema import ARTICLE, ARTICLE_ID_LEN, CUSTOMER, CUSTOMER_ID_LEN
 
 if TYPE_CHECKING:
-    from models.snapshot import GraphSnapshot
+    from models.store.snapshot import GraphSnapshot
 
 FORMAT = 1
 DEFAULT_MAX_IDS = 20_000
@@ -72,7 +72,7 @@ class IdPool:
             max_ids: most ids kept per entity type; the Zipf tail beyond is rarely drawn anyway.
             seed: tie order and the random unknown ids.
         """
-        from models.snapshot import GraphSnapshot, SnapshotError  # imports torch: only here
+        from models.store.snapshot import GraphSnapshot, SnapshotError  # imports torch: only here
 
         try:
             snapshot = GraphSnapshot.open(snapshot_dir)

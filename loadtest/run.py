@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from loadtest.config import PROG, RunConfig, parse_args
 
 if TYPE_CHECKING:
-    from serve.process import ServerProcess
+    from serve.bench.process import ServerProcess
 
 
 class LoadTestError(Exception):
@@ -25,7 +25,7 @@ class LoadTestError(Exception):
 
 
 def _start_server(config: RunConfig) -> ServerProcess:
-    from serve.process import ServerProcess
+    from serve.bench.process import ServerProcess
 
     server = ServerProcess(config.artifacts, *shlex.split(config.server_args),
                            log_path=config.out / "serve.log")
@@ -44,7 +44,7 @@ def _start_server(config: RunConfig) -> ServerProcess:
 
 
 def _check_host(url: str) -> None:
-    from serve.process import http_status
+    from serve.bench.process import http_status
 
     status = http_status(url.rstrip("/") + "/health", timeout=5.0)
     if status != 200:
@@ -54,7 +54,7 @@ def _check_host(url: str) -> None:
 def run(config: RunConfig) -> dict[str, Any]:
     """Run the load test of ``config``; returns the summary (also written into ``config.out``)."""
     # Importing Locust (loadtest.session) makes gevent patch the standard library, which must
-    # happen before torch (IdPool.from_snapshot) or serve.process import ssl.
+    # happen before torch (IdPool.from_snapshot) or serve.bench.process import ssl.
     from loadtest.id_pool import IdPool, IdPoolError
     from loadtest.record import summarize, timeline
     from loadtest.report import write_report

@@ -2,7 +2,7 @@
 
 Training (labels, metrics, baselines, recipes), the bundle, the server (routes, request and answer
 fields), the load test and the benchmarks all read :data:`TASKS`; nothing else names a task. A
-fourth task is one :class:`TaskSpec` here, its head class in :mod:`models.heads` and its label
+fourth task is one :class:`TaskSpec` here, its head class in :mod:`models.nn.heads` and its label
 function in :mod:`training.tasks.definitions` (plus baselines, if it has any). Torch-free, so
 command-line tools can check a ``--task`` before they import torch.
 """
@@ -32,7 +32,7 @@ class TaskSpec:
         id_field: request and answer field carrying the entity id.
         value_field: answer field with the prediction (for :data:`LINK`, the list of ranked items).
         window_days: days after the cutoff the label covers, ``(t, t + window_days]``.
-        head: class name of the task head in :mod:`models.heads`.
+        head: class name of the task head in :mod:`models.nn.heads`.
         metrics: metric names as returned by :func:`training.tasks.metrics.compute_metrics`.
         primary_metric: the metric used for model selection, one of ``metrics``.
         higher_is_better: direction of ``primary_metric``.

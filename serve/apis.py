@@ -20,10 +20,10 @@ import litserve as ls
 import torch
 from starlette.responses import JSONResponse, Response
 
-from models.inference import InferenceResult, TaskInference
 from models.registry import TASKS, TaskSpec
+from models.runtime.inference import InferenceResult, TaskInference
 from models.schema import ARTICLE
-from models.snapshot import GraphSnapshot
+from models.store.snapshot import GraphSnapshot
 from serve.batching import BlockingBatchedLoop
 from serve.encode import json_response
 from serve.metrics import WorkerMetrics

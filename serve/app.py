@@ -114,7 +114,7 @@ class BuiltServer:
 
 def new_litserver(apis: list[ls.LitAPI], config: ServeConfig, accelerator: str,
                   middlewares: list | None = None) -> ls.LitServer:
-    """The LitServer options of ``config`` (shared with the no-model ceiling of ``serve.ceiling``)."""
+    """The LitServer options of ``config`` (shared with ``serve.bench.ceiling_server``)."""
     return compat.LitServer(
         apis, accelerator=accelerator, devices=1 if accelerator == "cuda" else "auto",
         workers_per_device=config.workers_per_task, timeout=config.request_timeout_s,

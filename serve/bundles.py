@@ -14,9 +14,16 @@ from pathlib import Path
 
 import torch
 
-from models.bundle import CONFIG_FILE, METRICS_FILE, SNAPSHOT_DIR, WEIGHTS_FILE, BundleError, load_bundle
-from models.quality import baseline_warning
-from models.snapshot import GraphSnapshot, SnapshotError
+from models.runtime.bundle import (
+    CONFIG_FILE,
+    METRICS_FILE,
+    SNAPSHOT_DIR,
+    WEIGHTS_FILE,
+    BundleError,
+    load_bundle,
+)
+from models.runtime.quality import baseline_warning
+from models.store.snapshot import GraphSnapshot, SnapshotError
 from serve.config import TASKS
 
 
@@ -63,7 +70,7 @@ def check_bundles(bundles: list[TaskBundle]) -> None:
     The snapshot's arrays are hashed once against the fingerprint in its ``meta.json``: opening
     only checks shapes and dtypes, so a flipped byte inside an array would otherwise be served as
     data. Hashing reads every array, which also puts them in the page cache the workers share.
-    Weights are checked against the sha256 in ``config.json`` by :func:`models.bundle.load_bundle`;
+    Weights are checked against the sha256 in ``config.json`` by :func:`models.runtime.bundle.load_bundle`;
     non-finite values are refused here too, since a diverged training run saves them with a valid
     checksum.
 

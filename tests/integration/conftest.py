@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from models.snapshot import GraphSnapshot
-from serve.process import ServerProcess
+from models.store.snapshot import GraphSnapshot
+from serve.bench.process import ServerProcess
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_BATCH = 8  # a short bucket ladder: the server compiles every bucket of every task at start-up

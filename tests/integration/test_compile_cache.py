@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from models.bundle import CACHE_DIR, SNAPSHOT_DIR
-from models.compile_cache import unseal
-from serve.process import ServerProcess
+from models.runtime.bundle import CACHE_DIR, SNAPSHOT_DIR
+from models.runtime.compile_cache import unseal
+from serve.bench.process import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

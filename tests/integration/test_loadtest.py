@@ -20,7 +20,7 @@ import pytest
 from loadtest.id_pool import IdPool
 from loadtest.record import TASKS, RequestLog, summarize, timeline
 from loadtest.traffic import BAD_KINDS, TASK_PATHS, Traffic, Zipf, answer_problem
-from serve.process import ServerProcess
+from serve.bench.process import ServerProcess
 from serve.schemas import MAX_K
 
 REPO = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ import requests
 from loadtest.dashboard import DASHBOARD_PATH, render
 from loadtest.id_pool import IdPool
 from loadtest.traffic import TASK_PATHS, Traffic, answer_problem
-from serve.process import ServerProcess, free_port
+from serve.bench.process import ServerProcess, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCRAPE_CONFIG = REPO / "loadtest" / "prometheus.yml"

@@ -26,12 +26,12 @@ import requests
 import safetensors.torch
 import torch
 
-from models.bundle import CACHE_DIR, CONFIG_FILE, SNAPSHOT_DIR, WEIGHTS_FILE
-from models.compile_cache import seal, unseal
+from models.runtime.bundle import CACHE_DIR, CONFIG_FILE, SNAPSHOT_DIR, WEIGHTS_FILE
+from models.runtime.compile_cache import seal, unseal
 from models.schema import ARTICLE, CUSTOMER
-from models.snapshot_files import META_FILE
+from models.store.snapshot_files import META_FILE
+from serve.bench.process import ServerProcess, free_port
 from serve.bundles import ArtifactsError, check_bundles, find_bundles
-from serve.process import ServerProcess, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -21,7 +21,7 @@ import pytest
 import requests
 
 from models.schema import ARTICLE, CUSTOMER
-from serve.process import ServerProcess, http_status
+from serve.bench.process import ServerProcess, http_status
 from tests.integration.waits import metric, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

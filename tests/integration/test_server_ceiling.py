@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import requests
 
-from serve.bench_wrk import have_wrk, run_wrk
-from serve.process import ServerProcess
+from serve.bench.process import ServerProcess
+from serve.bench.wrk import have_wrk, run_wrk
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -17,7 +17,8 @@ REQUESTS = [("/predict/churn", {"customer_id": "a" * 64}), ("/predict/sales", {"
 @pytest.mark.parametrize("stock", [False, True])
 def test_the_ceiling_validates_bodies_and_answers_constants(tmp_path, stock):
     args = ("--stock",) if stock else ()
-    with ServerProcess(tmp_path, *args, module="serve.ceiling", log_path=tmp_path / "ceiling.log") as server:
+    with ServerProcess(tmp_path, *args, module="serve.bench.ceiling_server",
+                       log_path=tmp_path / "ceiling.log") as server:
         server.wait_ready(timeout=300)
         answer = requests.post(server.url + "/predict/purchase", json={"customer_id": "b" * 64}, timeout=30)
         assert answer.status_code == 200 and len(answer.json()["articles"]) == 12

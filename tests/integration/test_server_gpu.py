@@ -6,9 +6,9 @@ import pytest
 import requests
 import torch
 
-from models.inference import TaskInference
+from models.runtime.inference import TaskInference
 from models.schema import CUSTOMER
-from serve.process import ServerProcess
+from serve.bench.process import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

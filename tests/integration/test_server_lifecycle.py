@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from models.bundle import WEIGHTS_FILE
+from models.runtime.bundle import WEIGHTS_FILE
 from models.schema import CUSTOMER
-from serve.process import ServerProcess, http_status
+from serve.bench.process import ServerProcess, http_status
 from tests.integration.waits import metric, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

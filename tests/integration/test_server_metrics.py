@@ -9,8 +9,8 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from models.schema import ARTICLE, CUSTOMER
+from serve.bench.process import ServerProcess
 from serve.metrics import REJECT_REASONS, STATUSES
-from serve.process import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -8,9 +8,9 @@ import pytest
 import requests
 import torch
 
-from models.inference import TaskInference
+from models.feature_definitions import NUM_TEMPORAL
+from models.runtime.inference import TaskInference
 from models.schema import ARTICLE, CUSTOMER
-from models.temporal_features import NUM_TEMPORAL
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 import requests
 
-from serve.process import ServerProcess
+from serve.bench.process import ServerProcess
 
 T = TypeVar("T")
 

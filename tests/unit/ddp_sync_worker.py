@@ -10,9 +10,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from models.features import table_specs
-from models.model import TaskModel
-from models.sampler import SamplerConfig, TemporalSampler
+from models.graph.features import table_specs
+from models.graph.sampler import SamplerConfig, TemporalSampler
+from models.nn.model import TaskModel
 from training.fit import distributed
 from training.fit.batches import TrainBatches
 from training.fit.config import RECIPES

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.tables import Transactions
+from models.store.tables import Transactions
 from training.tasks.baselines import (
     BASELINES,
     churn_recency_frequency,

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from models.bundle import load_bundle, read_config
-from models.inference import TaskInference
 from models.registry import TASKS
-from models.snapshot import GraphSnapshot
-from serve.bench_scale import mapped_memory
+from models.runtime.bundle import load_bundle, read_config
+from models.runtime.inference import TaskInference
+from models.store.snapshot import GraphSnapshot
+from serve.bench.scale import mapped_memory
 from training.bench.untrained import main as untrained_main
 from training.synth.tables import SyntheticSize, synthetic_tables
 

@@ -7,8 +7,8 @@ import itertools
 import pytest
 import torch
 
-from models.buckets import Bucket, BucketLadder, empty_inputs, pad_inputs, pad_rows
-from models.features import gather_inputs
+from models.graph.buckets import Bucket, BucketLadder, empty_inputs, pad_inputs, pad_rows
+from models.graph.features import gather_inputs
 from training.bench.random_batches import random_batch, random_tables, tree_ladder, tree_max_sizes
 
 TABLES = random_tables(300, 80)

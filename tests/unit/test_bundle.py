@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.bundle import (
+from models.graph.features import table_specs
+from models.graph.sampler import SamplerConfig, TemporalSampler
+from models.nn.config import ModelConfig
+from models.nn.model import TaskModel
+from models.runtime.bundle import (
     CONFIG_FILE,
     WEIGHTS_FILE,
     BundleConfig,
@@ -22,12 +26,8 @@ from models.bundle import (
     save_bundle,
     user_cache_dir,
 )
-from models.config import ModelConfig
-from models.features import table_specs
-from models.inference import TaskInference, fitted_ladder
-from models.model import TaskModel
-from models.sampler import SamplerConfig, TemporalSampler
-from models.snapshot import GraphSnapshot
+from models.runtime.inference import TaskInference, fitted_ladder
+from models.store.snapshot import GraphSnapshot
 from training.synth.tables import SyntheticSize, synthetic_tables
 
 SIZE = SyntheticSize(num_customers=60, num_articles=25, num_transactions=900, num_days=30)

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.buckets import BucketLadder
-from models.compile import CompileConfig, Predictor, compile_function, compiled_graph_count
-from models.compile_cache import CompileCacheRecorder, load_compile_cache, seal, unseal
-from models.config import ModelConfig
-from models.features import gather_inputs, table_specs
-from models.model import TaskModel
-from models.train_step import TrainStep, tensor_lr_adam
+from models.graph.buckets import BucketLadder
+from models.graph.features import gather_inputs, table_specs
+from models.nn.config import ModelConfig
+from models.nn.model import TaskModel
+from models.runtime.compile import CompileConfig, Predictor, compile_function, compiled_graph_count
+from models.runtime.compile_cache import CompileCacheRecorder, load_compile_cache, seal, unseal
+from models.runtime.train_step import TrainStep, tensor_lr_adam
 from training.bench.random_batches import (
     random_batch,
     random_purchase_extras,
@@ -152,7 +152,7 @@ def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_artifact_warms_a_fresh_process(artifact: Path, tmp_path: Path) -> None:
     code = ("import sys, torch; from torch._dynamo.utils import counters;"
             "from torch._inductor.cpp_builder import CppBuilder;"
-            "from models.compile_cache import load_compile_cache;"
+            "from models.runtime.compile_cache import load_compile_cache;"
             "from tests.unit.test_compile import _square_plus_one;"
             "builds = [];"
             "build = CppBuilder.build;"
@@ -176,7 +176,7 @@ def test_a_tampered_artifact_is_a_miss_with_a_warning(artifact: Path, tmp_path: 
     raw = artifact.read_bytes()
     tampered = tmp_path / "tampered.bin"
     tampered.write_bytes(raw[:-1] + bytes([raw[-1] ^ 0x01]))
-    with caplog.at_level(logging.WARNING, logger="models.compile_cache"):
+    with caplog.at_level(logging.WARNING, logger="models.runtime.compile_cache"):
         assert load_compile_cache(tampered, "cpu") is False
     assert f"{tampered} does not match the sha256 recorded when it was written" in caplog.text
 

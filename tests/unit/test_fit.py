@@ -14,10 +14,17 @@ import numpy as np
 import pytest
 import torch
 
-from models.bundle import CONFIG_FILE, METRICS_FILE, SNAPSHOT_DIR, WEIGHTS_FILE, BundleError, load_bundle
-from models.inference import TaskInference
-from models.quality import baseline_warning
-from models.snapshot import GraphSnapshot
+from models.runtime.bundle import (
+    CONFIG_FILE,
+    METRICS_FILE,
+    SNAPSHOT_DIR,
+    WEIGHTS_FILE,
+    BundleError,
+    load_bundle,
+)
+from models.runtime.inference import TaskInference
+from models.runtime.quality import baseline_warning
+from models.store.snapshot import GraphSnapshot
 from training.data.load import load_tables
 from training.fit.batches import TrainBatches
 from training.fit.config import FitConfig, TaskRecipe

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.bundle import CONFIG_FILE, METRICS_FILE, SNAPSHOT_DIR
-from models.inference import TaskInference
-from models.sampler import SamplerConfig, TemporalSampler
-from models.snapshot import GraphSnapshot
+from models.graph.sampler import SamplerConfig, TemporalSampler
+from models.runtime.bundle import CONFIG_FILE, METRICS_FILE, SNAPSHOT_DIR
+from models.runtime.inference import TaskInference
+from models.store.snapshot import GraphSnapshot
 from training.fit import distributed
 from training.fit.batches import TrainBatches
 from training.fit.data import prepare_snapshot, task_splits

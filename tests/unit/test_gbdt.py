@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.tables import Transactions
+from models.store.tables import Transactions
 from training.data.load import load_tables
 from training.tasks.baselines import BASELINES
 from training.tasks.cutoffs import split_cutoffs

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from models.history import HISTORY_SLOTS, NUM_PAIR, WINDOWS, snapshot_history, snapshot_popularity
-from models.snapshot import GraphSnapshot
+from models.feature_definitions import HISTORY_SLOTS, NUM_PAIR
+from models.feature_definitions import PAIR_WINDOWS as WINDOWS
+from models.graph.history import snapshot_history, snapshot_popularity
+from models.store.snapshot import GraphSnapshot
 from training.synth.tables import tables_from_purchases
 
 CUSTOMERS, ARTICLES = 12, 40

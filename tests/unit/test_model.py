@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models.buckets import pad_inputs, pad_rows
-from models.config import ModelConfig
-from models.features import gather_inputs, table_specs
-from models.heads import PurchaseHead
-from models.model import TaskModel
+from models.graph.buckets import pad_inputs, pad_rows
+from models.graph.features import gather_inputs, table_specs
+from models.nn.config import ModelConfig
+from models.nn.heads import PurchaseHead
+from models.nn.model import TaskModel
 from training.bench.random_batches import (
     RandomTables,
     random_batch,

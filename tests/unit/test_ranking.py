@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from models.config import ModelConfig
-from models.features import table_specs
-from models.inference import TaskInference
-from models.model import TaskModel
-from models.ranking import merge_ranked
-from models.snapshot import GraphSnapshot
+from models.graph.features import table_specs
+from models.nn.config import ModelConfig
+from models.nn.model import TaskModel
+from models.nn.ranking import merge_ranked
+from models.runtime.inference import TaskInference
+from models.store.snapshot import GraphSnapshot
 from training.bench.random_batches import random_purchase_extras, random_tables
 from training.fit.calibrate import SHIFTS, calibrated_metrics, choose_shift
 from training.fit.data import task_splits

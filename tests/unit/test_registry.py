@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from models.heads import HEADS
+from models.nn.heads import HEADS
 from models.registry import TASKS, TaskSpec, task_spec
 from serve.apis import API_CLASSES
 from serve.schemas import REQUESTS, RESPONSES

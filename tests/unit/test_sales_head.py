@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from models.config import ModelConfig
-from models.features import ModelInputs, gather_inputs, table_specs
-from models.model import TaskModel
-from models.sampler import TemporalSampler
+from models.feature_definitions import NUM_TEMPORAL, WINDOWS_DAYS, window_spend
+from models.graph.features import gather_inputs, table_specs
+from models.graph.sampler import TemporalSampler
+from models.graph.temporal_features import mean_price
+from models.nn.config import ModelConfig
+from models.nn.inputs import ModelInputs
+from models.nn.model import TaskModel
 from models.schema import ARTICLE
-from models.snapshot import GraphSnapshot
-from models.tables import RelTables
-from models.temporal_features import NUM_TEMPORAL, WINDOWS_DAYS, mean_price, window_spend
+from models.store.snapshot import GraphSnapshot
+from models.store.tables import RelTables
 from training.synth.tables import SyntheticSize, synthetic_tables
 
 SMALL = SyntheticSize(num_customers=60, num_articles=30, num_transactions=3000, num_days=400)

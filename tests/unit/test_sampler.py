@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from models.sampler import SamplerConfig, TemporalSampler
+from models.graph.sampler import SamplerConfig, TemporalSampler
+from models.graph.subgraph import SubgraphBatch
 from models.schema import ARTICLE, BOUGHT_BY, BUYS, CUSTOMER, EDGE_TYPES, NODE_TYPES
-from models.snapshot import GraphSnapshot
-from models.subgraph import SubgraphBatch
-from models.tables import RelTables
+from models.store.snapshot import GraphSnapshot
+from models.store.tables import RelTables
 from training.synth.tables import SyntheticSize, synthetic_tables, tables_from_purchases
 
 # Few days, so many purchases share a day and tie-breaking matters.

@@ -1,4 +1,4 @@
-"""serve.metrics_read: per-task figures from two scrapes, on the server's own metric classes."""
+"""serve.bench.metrics_read: per-task figures from two scrapes, on the server's own metric classes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from serve.bench.metrics_read import histogram_quantile, task_stats
 from serve.metrics import RequestMetrics, WorkerMetrics
-from serve.metrics_read import histogram_quantile, task_stats
 
 
 def samples(registry: CollectorRegistry) -> dict:

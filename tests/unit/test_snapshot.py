@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from models.schema import ARTICLE, CUSTOMER, NODE_TYPES, day_number
-from models.snapshot import GraphSnapshot, SnapshotError
-from models.tables import RelTables
+from models.store.snapshot import GraphSnapshot, SnapshotError
+from models.store.tables import RelTables
 from training.data.load import load_tables
 from training.synth.cli import SynthConfig, generate
 from training.synth.tables import SyntheticSize, synthetic_tables

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
+from models.graph.temporal_features import temporal_features
 from models.schema import ARTICLE, CUSTOMER, NODE_TYPES
-from models.snapshot import GraphSnapshot, SnapshotError, add_prefix
-from models.snapshot_prefix import FIELDS, array_name, in_memory_prefix
-from models.temporal_features import temporal_features
-from models.upgrade_snapshot import main as upgrade_main
+from models.store.snapshot import GraphSnapshot, SnapshotError, add_prefix
+from models.store.snapshot_prefix import FIELDS, array_name, in_memory_prefix
+from models.store.upgrade import main as upgrade_main
 from training.synth.tables import SyntheticSize, synthetic_tables
 
 SMALL = SyntheticSize(num_customers=60, num_articles=25, num_transactions=3000, num_days=400)
@@ -69,7 +69,7 @@ def test_old_snapshot_computes_them_in_memory_with_the_same_features(
     ids = torch.arange(new.num_nodes[CUSTOMER])
     for seed_time in (new.min_day + 40, new.end_time):
         times = torch.full_like(ids, seed_time)
-        with caplog.at_level(logging.WARNING, logger="models.temporal_features"):
+        with caplog.at_level(logging.WARNING, logger="models.graph.temporal_features"):
             got = temporal_features(old, CUSTOMER, ids, times)
         assert torch.equal(got, temporal_features(new, CUSTOMER, ids, times))
     articles = torch.arange(new.num_nodes[ARTICLE])
@@ -77,7 +77,7 @@ def test_old_snapshot_computes_them_in_memory_with_the_same_features(
     got = temporal_features(old, ARTICLE, articles, end)
     assert torch.equal(got, temporal_features(new, ARTICLE, articles, end))
     warnings = [r.getMessage() for r in caplog.records if "no stored prefix arrays" in r.getMessage()]
-    assert len(warnings) == 1 and "models.upgrade_snapshot" in warnings[0]  # once per snapshot and process
+    assert len(warnings) == 1 and "models.store.upgrade" in warnings[0]  # once per snapshot and process
 
 
 def test_upgrade_adds_identical_arrays_and_keeps_the_fingerprint(snapshot_dir: Path, old_snapshot: Path,
@@ -101,7 +101,7 @@ def test_upgrade_of_a_missing_snapshot_is_one_line(tmp_path: Path,
         upgrade_main([str(tmp_path / "nowhere")])
     assert info.value.code == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("python -m models.upgrade_snapshot: error:") and "\n" not in err
+    assert err.startswith("python -m models.store.upgrade: error:") and "\n" not in err
 
 
 def test_corrupt_prefix_array_is_refused(snapshot_dir: Path, tmp_path: Path) -> None:

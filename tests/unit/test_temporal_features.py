@@ -8,18 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from models.features import gather_inputs, table_specs
-from models.sampler import TemporalSampler
+from models.feature_definitions import FEATURE_NAMES, RECENCY_CAP_DAYS, WINDOWS_DAYS
+from models.graph.features import gather_inputs, table_specs
+from models.graph.sampler import TemporalSampler
+from models.graph.temporal_features import temporal_features
 from models.schema import ARTICLE, CUSTOMER
-from models.snapshot import GraphSnapshot
-from models.tables import RelTables
-from models.temporal_features import (
-    FEATURE_NAMES,
-    RECENCY_CAP_DAYS,
-    WINDOWS_DAYS,
-    keyed_csr,
-    temporal_features,
-)
+from models.store.keyed import keyed_csr
+from models.store.snapshot import GraphSnapshot
+from models.store.tables import RelTables
 from training.synth.tables import SyntheticSize, synthetic_tables
 
 # Few days and many rows, so most nodes buy several times on one day and on the window edges.

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import torch
 
-from models.features import ModelInputs, TableSpec, gather_inputs, table_specs
+from models.graph.features import gather_inputs, table_specs
+from models.nn.inputs import ModelInputs, TableSpec
 from models.schema import NEIGHBOUR_TYPE, EdgeType
 from training.bench.random_batches import random_batches, random_tables, tree_max_sizes
 
@@ -23,7 +24,7 @@ class BatchSource:
     Args:
         name: what the batches come from.
         specs: per node type, its feature columns.
-        max_sizes: worst-case sizes for :class:`models.buckets.BucketLadder`.
+        max_sizes: worst-case sizes for :class:`models.graph.buckets.BucketLadder`.
         sample: ``(batch sizes, seed, train) -> inputs``, reproducible from ``seed``.
     """
 
@@ -49,8 +50,8 @@ class BatchSource:
 
     @classmethod
     def snapshot(cls, directory: Path, seed_type: str) -> BatchSource:
-        from models.sampler import SamplerConfig, TemporalSampler
-        from models.snapshot import GraphSnapshot
+        from models.graph.sampler import SamplerConfig, TemporalSampler
+        from models.store.snapshot import GraphSnapshot
 
         snapshot = GraphSnapshot.open(directory)
         samplers = {train: TemporalSampler(snapshot, SamplerConfig(FANOUTS, "uniform" if train else "last"))

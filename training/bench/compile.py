@@ -19,12 +19,12 @@ from pathlib import Path
 
 import torch
 
-from models.buckets import BucketLadder
-from models.compile import STRATEGIES, CompileConfig, Predictor, compiled_graph_count
-from models.features import ModelInputs
-from models.model import TaskModel
+from models.graph.buckets import BucketLadder
+from models.nn.inputs import ModelInputs
+from models.nn.model import TaskModel
 from models.registry import TASKS
-from models.train_step import TrainStep, tensor_lr_adam
+from models.runtime.compile import STRATEGIES, CompileConfig, Predictor, compiled_graph_count
+from models.runtime.train_step import TrainStep, tensor_lr_adam
 from training.bench.batches import BatchSource
 from training.bench.random_batches import random_targets
 from training.bench.start import measure_start

@@ -19,10 +19,10 @@ from typing import TypeVar
 import torch
 
 from models.cli import OneLineErrors
-from models.sampler import SamplerConfig, TemporalSampler
+from models.graph.sampler import SamplerConfig, TemporalSampler
 from models.schema import NODE_TYPES
-from models.snapshot import GraphSnapshot
-from models.tables import RelTables
+from models.store.snapshot import GraphSnapshot
+from models.store.tables import RelTables
 from training.data.load import DataError, load_tables
 from training.synth.tables import SyntheticSize, synthetic_tables
 

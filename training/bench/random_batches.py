@@ -13,10 +13,12 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from models.buckets import BucketLadder, MaxSizes
-from models.history import HISTORY_SLOTS, NUM_PAIR, NUM_POPULARITY, PurchaseExtras, PurchaseHistory
+from models.feature_definitions import HISTORY_SLOTS, NUM_PAIR, NUM_POPULARITY
+from models.graph.buckets import BucketLadder, MaxSizes
+from models.graph.sampler import max_tree_sizes
+from models.graph.subgraph import SubgraphBatch
+from models.nn.inputs import PurchaseExtras, PurchaseHistory
 from models.registry import BINARY, TASKS
-from models.sampler import max_tree_sizes
 from models.schema import (
     ARTICLE,
     ARTICLE_CATEGORICAL,
@@ -26,12 +28,11 @@ from models.schema import (
     INCOMING,
     NEIGHBOUR_TYPE,
 )
-from models.subgraph import SubgraphBatch
 
 
 @dataclass
 class RandomTables:
-    """Snapshot-shaped feature tables (see :class:`models.features.FeatureSource`).
+    """Snapshot-shaped feature tables (see :class:`models.graph.features.FeatureSource`).
 
     Args:
         categorical: per node type ``(N_t, C_t)`` int64 codes in ``0..cardinality``.

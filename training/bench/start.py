@@ -20,12 +20,12 @@ from pathlib import Path
 def _child(phase: str, task: str, max_seeds: int, factor: float, artifact: Path) -> dict[str, float]:
     import torch
 
-    from models.buckets import empty_inputs
-    from models.compile import CompileConfig, Predictor
-    from models.compile_cache import CompileCacheRecorder, load_compile_cache
-    from models.features import table_specs
-    from models.model import TaskModel
+    from models.graph.buckets import empty_inputs
+    from models.graph.features import table_specs
+    from models.nn.model import TaskModel
     from models.registry import TASKS
+    from models.runtime.compile import CompileConfig, Predictor
+    from models.runtime.compile_cache import CompileCacheRecorder, load_compile_cache
     from training.bench.random_batches import random_tables, tree_ladder
 
     seed_type = TASKS[task].entity_type

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import torch
 
-from models.bundle import SNAPSHOT_DIR, BundleConfig, save_bundle
 from models.cli import OneLineErrors
-from models.features import table_specs
-from models.inference import fitted_ladder
-from models.model import TaskModel
+from models.graph.features import table_specs
+from models.graph.sampler import SamplerConfig, TemporalSampler
+from models.nn.model import TaskModel
 from models.registry import TASKS
-from models.sampler import SamplerConfig, TemporalSampler
-from models.snapshot import GraphSnapshot, SnapshotError
+from models.runtime.bundle import SNAPSHOT_DIR, BundleConfig, save_bundle
+from models.runtime.inference import fitted_ladder
+from models.store.snapshot import GraphSnapshot, SnapshotError
 from training.fit.config import RECIPES
 
 PROG = "python -m training.bench.untrained"

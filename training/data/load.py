@@ -1,4 +1,4 @@
-"""Load the three H&M CSV files (Kaggle layout) into typed, indexed :class:`models.tables.RelTables`.
+"""Load the three H&M CSV files (Kaggle layout) into typed, indexed :class:`models.store.tables.RelTables`.
 
 Every id is read as text (``article_id`` ``0108775015`` keeps its leading zero), entity rows
 are sorted by id so that an id's dense index is its rank, and the transactions refer to
@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from models.tables import RelTables
+from models.store.tables import RelTables
 from training.data.common import DataError
 from training.data.nodes import ARTICLES, CUSTOMERS, read_node_table
 from training.data.transactions import UnknownReferences, read_transactions
@@ -42,8 +42,8 @@ def load_tables(data_dir: Path, progress: bool = True, strict: bool = True) -> R
             such rows are dropped with an :class:`UnknownReferenceWarning` carrying the counts.
 
     Returns:
-        Customers and articles as :class:`models.tables.NodeTable` (ids ``S64`` / ``S10``,
-        sorted), transactions as :class:`models.tables.Transactions` in file order.
+        Customers and articles as :class:`models.store.tables.NodeTable` (ids ``S64`` / ``S10``,
+        sorted), transactions as :class:`models.store.tables.Transactions` in file order.
 
     Raises:
         DataError: a file or column is missing, a file has no rows, an id is empty, too long

@@ -1,4 +1,4 @@
-"""Read an entity file (customers.csv, articles.csv) into a :class:`models.tables.NodeTable`."""
+"""Read an entity file (customers.csv, articles.csv) into a :class:`models.store.tables.NodeTable`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from models.schema import (
     CUSTOMER_NUMERIC,
     CUSTOMERS_CSV,
 )
-from models.tables import NodeTable
+from models.store.tables import NodeTable
 from training.data.common import (
     DataError,
     check_columns,

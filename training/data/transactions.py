@@ -1,4 +1,4 @@
-"""Stream transactions_train.csv into :class:`models.tables.Transactions` with dense node indices.
+"""Stream transactions_train.csv into :class:`models.store.tables.Transactions` with dense node indices.
 
 The file (31.8M rows, 3.5 GB in the real data) is read as a stream of record batches, so
 only a group of rows is held as text at once. Ids are mapped to dense indices with
@@ -19,7 +19,7 @@ import pyarrow.csv as pa_csv
 from tqdm import tqdm
 
 from models.schema import TRANSACTIONS_CSV
-from models.tables import NodeTable, Transactions
+from models.store.tables import NodeTable, Transactions
 from training.data.common import (
     DataError,
     check_columns,

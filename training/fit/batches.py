@@ -9,17 +9,18 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from models.features import ModelInputs, gather_inputs
-from models.history import PurchaseExtras, segments, snapshot_history, snapshot_popularity
-from models.sampler import TemporalSampler
+from models.graph.features import gather_inputs
+from models.graph.history import segments, snapshot_history, snapshot_popularity
+from models.graph.sampler import TemporalSampler
+from models.nn.inputs import ModelInputs, PurchaseExtras
 from models.schema import ARTICLE
-from models.snapshot import GraphSnapshot
+from models.store.snapshot import GraphSnapshot
 from training.fit import distributed
 from training.tasks.table import TaskTable
 
 
 class Batch(NamedTuple):
-    """One training step's arguments (see :meth:`models.train_step.TrainStep.__call__`).
+    """One training step's arguments (see :meth:`models.runtime.train_step.TrainStep.__call__`).
 
     Args:
         inputs: the seeds' sampled trees.
@@ -27,7 +28,7 @@ class Batch(NamedTuple):
         log_q: purchase only: ``(B,)`` log of how many rows of the epoch drew the same positive
             article at the same seed time (the sampling correction of the in-batch softmax).
         extras: purchase only: the positives' articles and popularity and the rows' own histories
-            (:mod:`models.history`, the same computation the server runs).
+            (:mod:`models.graph.history`, the same computation the server runs).
     """
 
     inputs: ModelInputs
@@ -37,7 +38,7 @@ class Batch(NamedTuple):
 
 
 class TrainBatches:
-    """One epoch of ``(inputs, target)`` batches for :class:`models.train_step.TrainStep`.
+    """One epoch of ``(inputs, target)`` batches for :class:`models.runtime.train_step.TrainStep`.
 
     Every row is sampled at its own seed time, so its tree holds only edges before its cutoff.
     For a link table (purchase) the target is the sampled tree of one article the customer

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from models.compile import CompileConfig
-from models.inference import TaskInference
-from models.model import TaskModel
-from models.train_step import TrainStep, tensor_lr_adam
+from models.nn.model import TaskModel
+from models.runtime.compile import CompileConfig
+from models.runtime.inference import TaskInference
+from models.runtime.train_step import TrainStep, tensor_lr_adam
 from training.fit.batches import TrainBatches
 from training.fit.evaluate import predict_table
 from training.tasks.table import TaskTable

@@ -1,12 +1,12 @@
 """Validation-time calibration of the purchase ranking: the shift between repeat and dot-product scores.
 
 The purchase head scores a customer's own past articles with its repeat score and every other
-article with a dot product (:class:`models.heads.PurchaseHead`). Training sees only in-batch
+article with a dot product (:class:`models.nn.heads.PurchaseHead`). Training sees only in-batch
 negatives, a few hundred articles, so nothing ties the two scales together over a whole catalogue:
 among 105k articles the best dot products of strangers can outscore every article the customer
 keeps buying, which cost more than a third of the full-size MAP@12 (BENCHMARKS, "Purchase: the
 repeat shift"). After each epoch the validation rows are scored once, kept in two parts
-(:class:`models.ranking.RankParts`), and merged for every shift of :data:`SHIFTS`; the head keeps the
+(:class:`models.nn.ranking.RankParts`), and merged for every shift of :data:`SHIFTS`; the head keeps the
 best shift, so it travels in the bundle's weights and the server ranks with it. On data where the
 scales already agree the metric is flat in the shift and the smallest one within
 :data:`TIE_TOLERANCE` of the best is kept, which is 0.
@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from models.inference import TaskInference
-from models.ranking import RankParts, merge_ranked
+from models.nn.ranking import RankParts, merge_ranked
+from models.runtime.inference import TaskInference
 from training.fit.evaluate import Metrics, padded_to_k, table_batches
 from training.tasks.definitions import TASKS
 from training.tasks.metrics import compute_metrics

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.cli import OneLineErrors
-from models.compile import STRATEGIES
-from models.config import ModelConfig
+from models.nn.config import ModelConfig
 from models.registry import TASKS as TASK_SPECS
+from models.runtime.compile import STRATEGIES
 from training.tasks.definitions import TASKS
 
 ALL_TASKS = "all"
@@ -49,7 +49,7 @@ class TaskRecipe:
             updates in all.
         patience: epochs without a better validation score before training stops.
         per_day: most edges per (node, day) the sampler considers (``0``: no limit); see
-            :class:`models.sampler.SamplerConfig`.
+            :class:`models.graph.sampler.SamplerConfig`.
     """
 
     fanouts: tuple[int, ...] = (12, 4)

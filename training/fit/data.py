@@ -12,10 +12,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from models.bundle import SNAPSHOT_DIR
+from models.runtime.bundle import SNAPSHOT_DIR
 from models.schema import ARTICLES_CSV, CUSTOMERS_CSV, TRANSACTIONS_CSV
-from models.snapshot import GraphSnapshot, SnapshotError
-from models.tables import Transactions
+from models.store.snapshot import GraphSnapshot, SnapshotError
+from models.store.tables import Transactions
 from training.data.common import data_file
 from training.data.load import DataError, load_tables
 from training.fit.config import FitError

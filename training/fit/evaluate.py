@@ -1,6 +1,6 @@
 """Val/test evaluation: the model through the serving inference path, and every baseline, on one table.
 
-Predictions come from :class:`models.inference.TaskInference` (``last``-strategy sampling, the
+Predictions come from :class:`models.runtime.inference.TaskInference` (``last``-strategy sampling, the
 same code the server runs), called with each row's own seed time, so an offline metric is a
 measurement of exactly what would be served at that time.
 """
@@ -14,8 +14,8 @@ import torch
 from torch import Tensor
 from tqdm import tqdm
 
-from models.inference import TaskInference
-from models.tables import Transactions
+from models.runtime.inference import TaskInference
+from models.store.tables import Transactions
 from training.tasks.baselines import BASELINES
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm
 
-from models.buckets import BucketLadder
-from models.compile import CompileConfig, compiled_graph_count
-from models.features import ModelInputs
-from models.model import TaskModel
+from models.graph.buckets import BucketLadder
+from models.nn.inputs import ModelInputs
+from models.nn.model import TaskModel
+from models.runtime.compile import CompileConfig, compiled_graph_count
+from models.runtime.train_step import TrainStep, tensor_lr_adam
 from models.schema import ARTICLE
-from models.train_step import TrainStep, tensor_lr_adam
 from training.fit import distributed
 from training.fit.batches import TrainBatches
 

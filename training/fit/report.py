@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.quality import MODEL, baseline_warning, beats_baselines
+from models.runtime.quality import MODEL, baseline_warning, beats_baselines
 from training.fit.evaluate import Metrics
 from training.tasks.definitions import TASKS
 

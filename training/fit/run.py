@@ -24,14 +24,14 @@ from typing import Any
 
 import torch
 
-from models.bundle import BundleConfig, save_bundle
-from models.features import table_specs
-from models.inference import TaskInference, fitted_ladder
-from models.model import TaskModel
-from models.sampler import SamplerConfig, TemporalSampler
-from models.snapshot import GraphSnapshot
-from models.tables import Transactions
-from models.temporal_features import mean_price
+from models.graph.features import table_specs
+from models.graph.sampler import SamplerConfig, TemporalSampler
+from models.graph.temporal_features import mean_price
+from models.nn.model import TaskModel
+from models.runtime.bundle import BundleConfig, save_bundle
+from models.runtime.inference import TaskInference, fitted_ladder
+from models.store.snapshot import GraphSnapshot
+from models.store.tables import Transactions
 from training.fit import distributed
 from training.fit.batches import TrainBatches
 from training.fit.budget import TimeBudget, estimate_task, minutes

@@ -20,7 +20,7 @@ from models.schema import (
     CUSTOMER_NUMERIC,
     day_number,
 )
-from models.tables import NodeTable, RelTables, Transactions
+from models.store.tables import NodeTable, RelTables, Transactions
 
 HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from models.arrays import unique_sorted
 from models.registry import TASKS as TASK_SPECS
-from models.tables import Transactions
+from models.store.tables import Transactions
 from training.tasks.day_windows import day_slice, popular_articles, seed_groups, sort_by_day
 
 # Named by the registry's entries (looked up by name below).

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from models.tables import Transactions
+from models.store.tables import Transactions
 
 
 def is_sorted_by_day(tx: Transactions) -> bool:

@@ -17,7 +17,7 @@ from models.arrays import unique_sorted
 from models.registry import LINK, TaskSpec
 from models.registry import TASKS as REGISTRY
 from models.schema import ARTICLE, CUSTOMER
-from models.tables import Transactions
+from models.store.tables import Transactions
 from training.tasks.cutoffs import split_cutoffs
 from training.tasks.day_windows import day_slice, seen_mask, sort_by_day
 from training.tasks.table import TaskTable

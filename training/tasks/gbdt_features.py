@@ -16,8 +16,8 @@ import numpy as np
 
 from models.arrays import unique_sorted
 from models.schema import CUSTOMER
-from models.snapshot import GraphSnapshot
-from models.tables import Transactions
+from models.store.snapshot import GraphSnapshot
+from models.store.tables import Transactions
 from training.tasks.day_windows import day_slice
 
 WINDOWS = (7, 14, 28, 91, 364)
@@ -38,7 +38,7 @@ class EntityColumns:
 
     @classmethod
     def from_snapshot(cls, snapshot: GraphSnapshot) -> EntityColumns:
-        """The columns a :class:`models.snapshot.GraphSnapshot` holds."""
+        """The columns a :class:`models.store.snapshot.GraphSnapshot` holds."""
         return cls({t: c.numpy() for t, c in snapshot.categorical.items()},
                    {t: f.numpy() for t, f in snapshot.numeric.items()})
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from models.registry import BINARY, LINK, REGRESSION
 from models.schema import ARTICLE, CUSTOMER
-from models.tables import Transactions
+from models.store.tables import Transactions
 from training.tasks.day_windows import seed_groups, sort_by_day
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns, categorical_positions, entity_features

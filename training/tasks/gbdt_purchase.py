@@ -16,7 +16,7 @@ import numpy as np
 
 from models.arrays import unique_sorted
 from models.schema import ARTICLE, CUSTOMER
-from models.tables import Transactions
+from models.store.tables import Transactions
 from training.tasks.day_windows import day_slice, popular_articles
 from training.tasks.gbdt_features import (
     NO_HISTORY_DAYS,

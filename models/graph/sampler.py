@@ -1,0 +1,243 @@
+"""Vectorised temporal neighbour sampling over the snapshot's time-sorted CSR.
+
+Disjoint trees, one per seed, as PyG's temporal ``NeighborLoader(disjoint=True)`` builds:
+hop ``h + 1`` samples up to ``fanouts[h]`` neighbours of every hop-``h`` node through the
+other node type's adjacency, using only edges strictly before the seed time of the node's
+tree. Python loops run over hops and fanout positions only, never over nodes or seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from models.graph.subgraph import SubgraphBatch
+from models.schema import EDGE_TYPES, INCOMING, NEIGHBOUR_TYPE, NODE_TYPES, EdgeType
+from models.store.csr import TemporalCSR
+from models.store.keyed import keyed_csr
+from models.store.snapshot import GraphSnapshot
+
+
+def max_tree_sizes(fanouts: tuple[int, ...], seed_type: str, num_seeds: int) -> tuple[dict[str, int],
+                                                                                     dict[EdgeType, int]]:
+    """Worst-case node and edge counts per type of ``num_seeds`` trees with every fanout full."""
+    nodes = {t: 0 for t in NODE_TYPES}
+    edges = {e: 0 for e in EDGE_TYPES}
+    nodes[seed_type], width, parent_type = num_seeds, num_seeds, seed_type
+    for fanout in fanouts:
+        child_type, width = NEIGHBOUR_TYPE[parent_type], width * fanout
+        nodes[child_type] += width
+        edges[INCOMING[parent_type]] += width  # a child sends its message to its parent
+        parent_type = child_type
+    return nodes, edges
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """How many neighbours to sample per hop, and which.
+
+    Args:
+        fanouts: per hop, the most neighbours sampled for each node of the previous hop.
+        strategy: ``"last"`` takes the most recent edges before the seed time (deterministic,
+            serving); ``"uniform"`` draws uniformly without replacement among them (training).
+        per_day: if positive, at most this many edges of one node on one day are candidates (the
+            last ones of the day), so ``last`` reaches back over several distinct days instead of
+            filling its fanout from a single large basket; ``0``: no limit.
+    """
+
+    fanouts: tuple[int, ...] = (12, 8)
+    strategy: Literal["last", "uniform"] = "last"
+    per_day: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.fanouts or any(int(f) < 1 for f in self.fanouts):
+            raise ValueError(f"fanouts must be positive, got {self.fanouts}")
+        if self.per_day < 0:
+            raise ValueError(f"per_day must be 0 (no limit) or positive, got {self.per_day}")
+        if self.strategy not in ("last", "uniform"):
+            raise ValueError(f"strategy must be 'last' or 'uniform', got {self.strategy!r}")
+
+
+@dataclass(frozen=True)
+class _Level:
+    """The nodes one hop adds (all of one type), each ``(M,)`` int64."""
+
+    node_type: str
+    ids: Tensor
+    time: Tensor
+    batch: Tensor
+    local: Tensor  # index among all sampled nodes of node_type
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The last ``per_day`` edges of every (node, day) group of a CSR, as a sub-list of positions.
+
+    ``positions`` ``(K,)`` int64 are the kept CSR positions in order; ``cumulative`` ``(E + 1,)``
+    int64 counts kept edges before each CSR position, so the kept edges of CSR range ``[s, e)`` are
+    ``positions[cumulative[s]:cumulative[e]]``, still sorted by day.
+    """
+
+    positions: Tensor
+    cumulative: Tensor
+
+    @classmethod
+    def build(cls, csr: TemporalCSR, per_day: int) -> _Kept:
+        day, rowptr = csr.day.numpy(), csr.rowptr.numpy()
+        num = len(day)
+        last_of_group = np.ones(num, dtype=bool)  # the edge ends its (node, day) group
+        if num:
+            last_of_group[:-1] = day[1:] != day[:-1]
+            ends = rowptr[1:][np.diff(rowptr) > 0] - 1
+            last_of_group[ends] = True
+        group_end = np.flatnonzero(last_of_group)
+        end_of = group_end[np.searchsorted(group_end, np.arange(num))]  # each edge's group end
+        keep = (end_of - np.arange(num)) < per_day
+        cumulative = np.concatenate([[0], np.cumsum(keep)])
+        return cls(torch.from_numpy(np.flatnonzero(keep)), torch.from_numpy(cumulative))
+
+
+def _gather(levels: list[_Level], node_type: str, field: str) -> Tensor:
+    parts = [getattr(level, field) for level in levels if level.node_type == node_type]
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
+
+
+class TemporalSampler:
+    """Samples :class:`SubgraphBatch` computation trees from a :class:`GraphSnapshot`.
+
+    Args:
+        snapshot: the graph; its arrays stay memory-mapped.
+        config: fanouts and strategy.
+    """
+
+    def __init__(self, snapshot: GraphSnapshot, config: SamplerConfig | None = None) -> None:
+        self.snapshot = snapshot
+        self.config = config or SamplerConfig()
+        self._kept_cache: dict[str, _Kept] = {}
+
+    def _kept(self, node_type: str, csr: TemporalCSR) -> _Kept:
+        """The candidate edges under ``per_day`` of one CSR (built once per sampler)."""
+        if node_type not in self._kept_cache:
+            self._kept_cache[node_type] = _Kept.build(csr, self.config.per_day)
+        return self._kept_cache[node_type]
+
+    def sample(
+        self,
+        seed_type: str,
+        seeds: Tensor,
+        seed_time: Tensor,
+        generator: torch.Generator | None = None,
+    ) -> SubgraphBatch:
+        """Sample one tree per seed.
+
+        Args:
+            seed_type: ``"customer"`` or ``"article"``.
+            seeds: ``(B,)`` int64 dense indices of the seed nodes.
+            seed_time: ``(B,)`` int64 seed times (days); every tree uses only edges with
+                ``day < seed_time`` of its seed, at every hop.
+            generator: random source for ``"uniform"`` (ignored by ``"last"``).
+
+        Returns:
+            The batch; seeds are the first ``B`` nodes of ``seed_type``, in order.
+        """
+        seeds, seed_time = self._check_seeds(seed_type, seeds, seed_time)
+        tree = torch.arange(seeds.numel())
+        levels = [_Level(seed_type, seeds, seed_time, tree, tree)]
+        edges: dict[EdgeType, list[Tensor]] = {e: [] for e in EDGE_TYPES}
+        count = {t: 0 for t in NODE_TYPES}
+        count[seed_type] = seeds.numel()
+        for fanout in self.config.fanouts:
+            parent = levels[-1]
+            child_type = NEIGHBOUR_TYPE[parent.node_type]
+            csr = keyed_csr(self.snapshot, parent.node_type)  # the CSR to the child type
+            start, end = csr.row_bounds_before(parent.ids, seed_time.index_select(0, parent.batch))
+            if self.config.per_day:
+                kept = self._kept(parent.node_type, csr)
+                which, rank = self._select(kept.cumulative.index_select(0, start),
+                                           kept.cumulative.index_select(0, end), fanout, generator)
+                pos = kept.positions.index_select(0, rank)
+            else:
+                which, pos = self._select(start, end, fanout, generator)
+            local = torch.arange(count[child_type], count[child_type] + pos.numel())
+            count[child_type] += pos.numel()
+            ids, day = csr.col.index_select(0, pos).long(), csr.day.index_select(0, pos).long()
+            child = _Level(child_type, ids, day, parent.batch.index_select(0, which), local)
+            parent_local = parent.local.index_select(0, which)
+            edges[INCOMING[parent.node_type]].append(torch.stack([local, parent_local]))
+            levels.append(child)
+        return SubgraphBatch(
+            seed_type=seed_type,
+            num_seeds=seeds.numel(),
+            node_ids={t: _gather(levels, t, "ids") for t in NODE_TYPES},
+            node_time={t: _gather(levels, t, "time") for t in NODE_TYPES},
+            batch={t: _gather(levels, t, "batch") for t in NODE_TYPES},
+            seed_time=seed_time,
+            edge_index={
+                e: torch.cat(parts, dim=1) if parts else torch.zeros(2, 0, dtype=torch.long)
+                for e, parts in edges.items()
+            },
+        )
+
+    def max_sizes(self, seed_type: str, num_seeds: int) -> tuple[dict[str, int], dict[EdgeType, int]]:
+        """Worst-case node and edge counts per type of a batch of ``num_seeds`` seeds (every fanout full)."""
+        return max_tree_sizes(self.config.fanouts, seed_type, num_seeds)
+
+    def _select(
+        self, start: Tensor, end: Tensor, fanout: int, generator: torch.Generator | None
+    ) -> tuple[Tensor, Tensor]:
+        """Pick up to ``fanout`` CSR positions in ``[start, end)`` per parent; returns ``(parent, pos)``."""
+        available = end - start
+        take = available.clamp(max=fanout)
+        if self.config.strategy == "last":
+            rank = torch.arange(fanout).expand(available.numel(), fanout)
+            slot = torch.where(rank < take.unsqueeze(1), available.unsqueeze(1) - 1 - rank, -1)
+        else:
+            slot = uniform_subset(available, take, fanout, generator)
+        flat = slot.reshape(-1)
+        keep = (flat >= 0).nonzero().squeeze(1)
+        parent = keep // fanout
+        return parent, start.index_select(0, parent) + flat.index_select(0, keep)
+
+    def _check_seeds(self, seed_type: str, seeds: Tensor, seed_time: Tensor) -> tuple[Tensor, Tensor]:
+        if seed_type not in NODE_TYPES:
+            raise ValueError(f"seed_type must be one of {NODE_TYPES}, got {seed_type!r}")
+        seeds, seed_time = seeds.long().reshape(-1).cpu(), seed_time.long().reshape(-1).cpu()
+        if seeds.shape != seed_time.shape:
+            raise ValueError(f"seeds {tuple(seeds.shape)} and seed_time {tuple(seed_time.shape)} differ")
+        num = self.snapshot.num_nodes[seed_type]
+        if seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= num):
+            raise ValueError(f"{seed_type} seed index out of range [0, {num})")
+        return seeds, seed_time
+
+
+def uniform_subset(
+    available: Tensor, take: Tensor, fanout: int, generator: torch.Generator | None = None
+) -> Tensor:
+    """Per row, ``take[i]`` distinct offsets drawn uniformly from ``[0, available[i])``.
+
+    Floyd's algorithm run for all rows at once: step ``s`` draws ``r`` in ``[0, j]`` with
+    ``j = available - take + s`` and keeps ``r``, or ``j`` if ``r`` was already chosen,
+    which yields every ``take``-subset with equal probability.
+
+    Args:
+        available: ``(F,)`` int64 number of candidates per row.
+        take: ``(F,)`` int64 how many to draw per row, ``take <= min(available, fanout)``.
+        fanout: width of the result.
+        generator: random source.
+
+    Returns:
+        ``(F, fanout)`` int64 offsets, ``-1`` in the unused slots ``>= take``.
+    """
+    steps = torch.arange(fanout)
+    high = (available - take).unsqueeze(1) + steps  # (F, fanout): j of each step
+    # float64 draws keep floor(u * (j + 1)) exact for any realistic degree.
+    draw = torch.rand(available.numel(), fanout, dtype=torch.float64, generator=generator)
+    pick = (draw * (high + 1)).long().minimum(high)
+    for step in range(1, int(take.max()) if take.numel() else 0):
+        seen = (pick[:, :step] == pick[:, step : step + 1]).any(dim=1)
+        pick[:, step] = torch.where(seen, high[:, step], pick[:, step])
+    return torch.where(steps < take.unsqueeze(1), pick, -1)

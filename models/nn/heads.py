@@ -1,0 +1,283 @@
+"""Task heads on seed embeddings: churn (binary), sales (regression, served >= 0), purchase (two-tower).
+
+Every head maps ``(S, hidden)`` seed embeddings to its output and owns its training loss, which
+takes a ``(S,)`` float weight so padded seed rows (weight 0) never count.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from models.feature_definitions import NUM_PAIR, NUM_POPULARITY, NUM_TEMPORAL, WINDOWS_DAYS, window_spend
+from models.nn.inputs import PurchaseExtras, PurchaseHistory
+from models.nn.ranking import RankParts
+from models.registry import TASKS
+from models.schema import ARTICLE, CUSTOMER
+
+
+def _weighted_mean(values: Tensor, weight: Tensor) -> Tensor:
+    return (values * weight).sum() / weight.sum().clamp(min=1.0)
+
+
+def _mlp(hidden: int, head_hidden: int, out: int) -> nn.Module:
+    if head_hidden == 0:
+        return nn.Linear(hidden, out)
+    return nn.Sequential(nn.Linear(hidden, head_hidden), nn.ReLU(), nn.Linear(head_hidden, out))
+
+
+class ChurnHead(nn.Module):
+    """Logit that a customer buys nothing in the next 7 days.
+
+    Args:
+        hidden: embedding width.
+        head_hidden: MLP width (``0``: linear).
+    """
+
+    seed_types = (CUSTOMER,)
+
+    def __init__(self, hidden: int, head_hidden: int) -> None:
+        super().__init__()
+        self.mlp = _mlp(hidden, head_hidden, 1)
+
+    def forward(self, emb: Tensor, seed_type: str) -> Tensor:
+        """``(S, hidden)`` -> ``(S,)`` logits."""
+        return self.mlp(emb).squeeze(-1)
+
+    @staticmethod
+    def predict(logits: Tensor) -> Tensor:
+        """``(S,)`` churn probabilities."""
+        return torch.sigmoid(logits)
+
+    @staticmethod
+    def loss(logits: Tensor, target: Tensor, weight: Tensor) -> Tensor:
+        """Weighted binary cross-entropy; ``target`` ``(S,)`` in {0, 1}."""
+        return _weighted_mean(F.binary_cross_entropy_with_logits(logits, target, reduction="none"), weight)
+
+
+class SalesHead(nn.Module):
+    """7-day sales of an article: a linear output in units of ``scale``, served clamped at zero.
+
+    Trained with L1 (the MAE) against ``target / scale``. The output is deliberately not squashed
+    by a softplus: most articles sell nothing in a given week, L1 drives their outputs to zero, and
+    a softplus driven there stops passing gradient, so the head collapses to predicting zero for
+    every article. A linear output keeps L1's constant-size gradient on both sides of zero.
+
+    Next week's sales are to a first approximation a weighted sum of the article's recent weekly
+    sales (the last-week baseline is one such sum). The temporal features hold those only
+    ``log1p``-squashed, and an MLP over squashed inputs reproduces the large weeks of the best
+    sellers, which dominate the MAE, only roughly. So the seed's weekly sales over each window
+    also reach the output through one linear layer (zero at initialisation), scaled per article
+    by a gate in ``(0, 2)`` from its embedding: how much of its recent sales carries over is not
+    one ratio for every article (a new line ramps up, a seasonal one falls away).
+
+    Args:
+        hidden: embedding width.
+        head_hidden: MLP width (``0``: linear).
+    """
+
+    seed_types = (ARTICLE,)
+    reads_seed_features = True  # forward also takes the seeds' numeric features (see TaskModel)
+
+    def __init__(self, hidden: int, head_hidden: int) -> None:
+        super().__init__()
+        self.mlp = _mlp(hidden, head_hidden, 1)
+        self.recent = nn.Linear(len(WINDOWS_DAYS), 1, bias=False)
+        nn.init.zeros_(self.recent.weight)
+        self.carry_over = nn.Linear(hidden, 1)
+        # Typical weekly sales of a selling article; set from the training targets, saved with the weights.
+        self.register_buffer("scale", torch.ones(()))
+        # The snapshot's mean price in units of ``scale`` (the spend features' unit); set with it.
+        self.register_buffer("spend_unit", torch.zeros(()))
+        self.register_buffer("per_week", torch.tensor([7.0 / w for w in WINDOWS_DAYS]))
+
+    def forward(self, emb: Tensor, seed_type: str, features: Tensor | None = None) -> Tensor:
+        """``(S, hidden)`` embeddings and the seeds' ``(S, F)`` numeric features (the temporal
+        ones last; ``None``: the MLP alone) -> ``(S,)`` sales in units of ``scale`` (unclamped)."""
+        out = self.mlp(emb).squeeze(-1)
+        if features is not None and features.shape[1] >= NUM_TEMPORAL:
+            weekly = window_spend(features[:, features.shape[1] - NUM_TEMPORAL:]) * self.per_week
+            gate = 2.0 * torch.sigmoid(self.carry_over(emb)).squeeze(-1)
+            out = out + gate * self.recent(weekly * self.spend_unit).squeeze(-1)
+        return out
+
+    def predict(self, output: Tensor) -> Tensor:
+        """``(S,)`` predicted sales, ``>= 0``."""
+        return output.clamp(min=0.0) * self.scale
+
+    def loss(self, output: Tensor, target: Tensor, weight: Tensor) -> Tensor:
+        """Weighted L1 to the ``(S,)`` target, in units of ``scale``."""
+        return _weighted_mean((output - target / self.scale).abs(), weight)
+
+
+class PurchaseHead(nn.Module):
+    """Two towers plus an ID-aware repeat score for the articles in the customer's own history.
+
+    Customer queries are ``[q, 1]`` and article keys ``[k, b]``, so ``query @ key.T = q.k + b``: one
+    matrix product scores every article. The bias is computed from the article's GNN embedding and
+    its recent sales (:meth:`prior` of :func:`models.graph.history.article_popularity`), not a per-id
+    table, so keys for a new snapshot need no retraining. A dot product cannot say "this customer
+    buys this very article again", so the articles of the customer's own history
+    (:class:`models.nn.inputs.PurchaseHistory`) are scored instead by :meth:`repeat_score`, an MLP on
+    the pair's features and the customer's query plus the query's match with the article's
+    attributes; :meth:`rank` writes those scores over the
+    dot-product scores at their columns before one ``topk``. Both are trained against in-batch
+    negatives only, so at ranking time over the whole catalogue the two scales need not agree:
+    ``repeat_shift`` (a buffer, chosen on validation after training, see
+    :mod:`training.fit.calibrate`) is added to every repeat score when ranking.
+
+    Args:
+        hidden: embedding width.
+        embedding_dim: width ``D`` of the dot-product space.
+        article_cardinalities: the article table's categorical columns (a
+            :class:`models.nn.inputs.TableSpec`'s ``cardinalities``).
+    """
+
+    seed_types = (CUSTOMER, ARTICLE)
+
+    def __init__(self, hidden: int, embedding_dim: int, article_cardinalities: tuple[int, ...] = ()) -> None:
+        super().__init__()
+        self.customer = nn.Linear(hidden, embedding_dim)
+        self.article = nn.Linear(hidden, embedding_dim + 1)
+        # History articles' attributes (codes) matched against the query: the repeat score's taste part.
+        sizes = [card + 1 for card in article_cardinalities]
+        offsets = torch.tensor([0, *sizes[:-1]], dtype=torch.long).cumsum(0)[:len(sizes)]
+        self.register_buffer("code_offsets", offsets, persistent=False)
+        self.attributes = nn.Embedding(max(sum(sizes), 1), embedding_dim)
+        nn.init.normal_(self.attributes.weight, std=1.0 / math.sqrt(max(len(sizes), 1) * embedding_dim))
+        self.popularity = nn.Sequential(nn.Linear(NUM_POPULARITY, 16), nn.ReLU(), nn.Linear(16, 1))
+        self.repeat = nn.Sequential(nn.Linear(NUM_PAIR + embedding_dim, hidden), nn.ReLU(),
+                                    nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        self.register_buffer("repeat_shift", torch.zeros(()))
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        # bundles written before the shift existed rank as they always did
+        state_dict.setdefault(prefix + "repeat_shift", torch.zeros(()))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def forward(self, emb: Tensor, seed_type: str) -> Tensor:
+        """``(S, hidden)`` -> ``(S, D + 1)``: queries for customers, keys (without prior) for articles."""
+        if seed_type == ARTICLE:
+            return self.article(emb)
+        query = self.customer(emb)
+        return torch.cat([query, query.new_ones(query.shape[0], 1)], dim=-1)
+
+    def prior(self, popularity: Tensor) -> Tensor:
+        """``(A, NUM_POPULARITY)`` recent sales -> ``(A,)`` score added to each article's key bias."""
+        return self.popularity(popularity).squeeze(-1)
+
+    def with_prior(self, keys: Tensor, popularity: Tensor) -> Tensor:
+        """``(A, D+1)`` keys with :meth:`prior` added to their bias column."""
+        return torch.cat([keys[:, :-1], keys[:, -1:] + self.prior(popularity).unsqueeze(-1)], dim=-1)
+
+    def repeat_score(self, query: Tensor, history: PurchaseHistory) -> Tensor:
+        """``(B, D+1)`` queries and ``(B, N)`` histories -> ``(B, N)`` scores of the past articles."""
+        q = query[:, :-1].unsqueeze(1).expand(-1, history.features.shape[1], -1)
+        taste = (self.attributes(history.codes + self.code_offsets).sum(dim=2) * q).sum(dim=-1)
+        return self.repeat(torch.cat([history.features, q], dim=-1)).squeeze(-1) + taste
+
+    def scores(self, query: Tensor, keys: Tensor, history: PurchaseHistory | None = None) -> Tensor:
+        """``(B, A)`` scores: dot products, with the repeat score (plus ``repeat_shift``) at each
+        history article's column."""
+        scores = query @ keys.T
+        if history is None:
+            return scores
+        rows, slots = history.mask.nonzero(as_tuple=True)
+        repeat = self._history_scores(query, history, rows, slots) + self.repeat_shift
+        # A history holds distinct articles, so no (row, article) is written twice.
+        return scores.index_put_((rows, history.article[rows, slots]), repeat.to(scores.dtype))
+
+    def _history_scores(self, query: Tensor, history: PurchaseHistory, rows: Tensor, slots: Tensor) -> Tensor:
+        """:meth:`repeat_score` of the real slots ``(rows, slots)`` only, ``(R,)``: most of a row's
+        slots are empty, and summing the attribute embeddings as a bag never builds the (B, N, C, D)
+        tensor (4x faster, same values)."""
+        q = query[rows, :-1]
+        codes = history.codes[rows, slots] + self.code_offsets
+        taste = (F.embedding_bag(codes, self.attributes.weight, mode="sum") * q).sum(dim=-1)
+        return self.repeat(torch.cat([history.features[rows, slots], q], dim=-1)).squeeze(-1) + taste
+
+    def rank_parts(self, query: Tensor, keys: Tensor, k: int, history: PurchaseHistory) -> RankParts:
+        """What :meth:`rank` merges, kept apart so any ``repeat_shift`` can be tried without
+        scoring again: the best ``k`` dot products outside the history, and the history's repeat
+        scores without the shift (see :func:`models.nn.ranking.merge_ranked`)."""
+        scores = query @ keys.T
+        rows, slots = history.mask.nonzero(as_tuple=True)
+        scores.index_put_((rows, history.article[rows, slots]), scores.new_tensor(float("-inf")))
+        top, top_articles = torch.topk(scores, min(k, keys.shape[0]), dim=-1)
+        repeat = torch.full(history.mask.shape, float("-inf"), dtype=top.dtype, device=top.device)
+        repeat[rows, slots] = self._history_scores(query, history, rows, slots).to(top.dtype)
+        return RankParts(top, top_articles, repeat, history.article)
+
+    def rank(self, query: Tensor, keys: Tensor, k: int,
+             history: PurchaseHistory | None = None) -> tuple[Tensor, Tensor]:
+        """Best ``k`` articles per query: ``(B, k)`` scores and ``(B, k)`` article indices."""
+        return torch.topk(self.scores(query, keys, history), min(k, keys.shape[0]), dim=-1)
+
+    @staticmethod
+    def score(query: Tensor, keys: Tensor) -> Tensor:
+        """``(B, D+1)`` x ``(A, D+1)`` -> ``(B, A)`` two-tower scores."""
+        return query @ keys.T
+
+    @staticmethod
+    def topk(query: Tensor, keys: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        """Best ``k`` articles per query by the two-tower score alone."""
+        return torch.topk(query @ keys.T, min(k, keys.shape[0]), dim=-1)
+
+    def loss(self, query: Tensor, positive_keys: Tensor, weight: Tensor, log_q: Tensor | None = None,
+             extras: PurchaseExtras | None = None) -> Tensor:
+        """Sampled softmax over in-batch positives (and, with ``extras``, the row's own history).
+
+        Row ``i``'s positive is key ``i``, every other key a negative. With ``extras`` the keys get
+        their :meth:`prior`, row ``i``'s own history articles join its candidates with their
+        :meth:`repeat_score` (and in-batch keys of those articles are dropped for that row, as
+        :meth:`scores` replaces them), and a positive in the history is its history slot.
+
+        Args:
+            query: ``(S, D+1)`` customer queries.
+            positive_keys: ``(S', D+1)`` key of an article each customer bought, row ``i`` for query
+                ``i``; rows past ``min(S, S')`` are padding.
+            weight: ``(S,)``; padded pairs have weight 0 and are masked out as negatives too.
+            log_q: ``(S',)`` log of how often each positive occurs among the batches' positives (its
+                probability of being drawn as a negative), or ``None``. Subtracted from its column,
+                the logQ correction of sampled softmax: without it a popular article, often someone
+                else's positive, is pushed down as a negative as often as it is pulled up, and the
+                keys' bias never learns popularity.
+            extras: positives' articles and popularity, and the ``S`` histories (padded like ``query``).
+        """
+        rows = min(query.shape[0], positive_keys.shape[0])  # both towers may pad to different buckets
+        query, positive_keys, weight = query[:rows], positive_keys[:rows], weight[:rows]
+        target = torch.arange(rows, device=query.device)
+        # Padded keys are no negatives; the diagonal stays so every row keeps a finite logit.
+        padded_key = (weight.unsqueeze(0) == 0) & (target.unsqueeze(0) != target.unsqueeze(1))
+        if extras is not None:
+            positive_keys = self.with_prior(positive_keys, extras.popularity[:rows])
+        logits = query @ positive_keys.T
+        if log_q is not None:
+            logits = logits - log_q[:rows].unsqueeze(0)
+        logits = logits.masked_fill(padded_key, float("-inf"))
+        if extras is None:
+            return _weighted_mean(F.cross_entropy(logits, target, reduction="none"), weight)
+        history = PurchaseHistory(*(t[:rows] for t in extras.history))
+        match = history.article.unsqueeze(-1) == extras.article[:rows].view(1, 1, -1)
+        match = match & history.mask.unsqueeze(-1)  # (S, N, S')
+        in_history = match.any(dim=1)  # (S, S'): key j's article is in row i's history
+        own = torch.diagonal(in_history)
+        repeat = self.repeat_score(query, history).masked_fill(~history.mask, float("-inf"))
+        logits = torch.cat([logits.masked_fill(in_history, float("-inf")), repeat], dim=1)
+        # Every bought history article is a positive (the drawn one among them), as is the drawn
+        # in-batch key when not in the history; each positive's loss is its softmax against the
+        # row's negatives only (the other positives left out), averaged over the row's positives.
+        positive = torch.cat([torch.diag_embed(~own), extras.bought[:rows] & history.mask], dim=1)
+        finite = logits.masked_fill(torch.isinf(logits), -1e9)  # no NaN gradients through empty rows
+        negative = finite.masked_fill(positive | torch.isinf(logits), -1e9)
+        negatives = torch.logsumexp(negative, dim=1, keepdim=True)
+        each = torch.logaddexp(finite, negatives) - finite
+        per_row = (each * positive).sum(dim=1) / positive.sum(dim=1).clamp(min=1)
+        return _weighted_mean(per_row, weight)
+
+
+HEADS: dict[str, type[nn.Module]] = {task: globals()[spec.head] for task, spec in TASKS.items()}
+"""Per task, the head class its :mod:`models.registry` entry names."""

@@ -1,0 +1,273 @@
+"""Predictions for one task from its bundle: sample -> gather -> pad -> compiled forward -> head.
+
+The one inference path shared by serving and offline evaluation, so the server's answer for an
+id is by construction the offline prediction for the same id and time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from models.graph.buckets import BucketLadder
+from models.graph.features import gather_inputs
+from models.graph.history import snapshot_history, snapshot_popularity
+from models.graph.sampler import SamplerConfig, TemporalSampler
+from models.graph.temporal_features import active_within
+from models.nn.inputs import ModelInputs, PurchaseHistory, TableSpec
+from models.nn.model import TaskModel
+from models.nn.ranking import RankParts
+from models.registry import TASKS
+from models.runtime.bundle import BundleConfig, compile_cache_dirs, compile_cache_path, load_bundle
+from models.runtime.compile import CompileConfig, Predictor, compiled_graph_count
+from models.runtime.compile_cache import CompileCacheRecorder, load_compile_cache
+from models.schema import ARTICLE
+from models.store.snapshot import GraphSnapshot
+
+log = logging.getLogger(__name__)
+
+ARTICLE_KEY_BATCH = 1024
+# Rows ranked at a time: a batch scorer's (B, A) score matrix (1024 x 105k articles, 430 MB) was
+# page-faulted afresh for every batch; in chunks of 128 rows ranking took 27 % less CPU at full size.
+RANK_ROWS = 128
+CHURN_ACTIVE_DAYS = 7  # churn is defined (and trained) for customers active in the last 7 days
+
+
+@dataclass
+class WarmupReport:
+    """What :meth:`TaskInference.warm_up` did: seconds, buckets run, and whether the cache hit."""
+
+    seconds: float
+    buckets: int
+    cache_hit: bool
+    cache_saved: bool = False
+
+
+@dataclass
+class InferenceResult:
+    """Predictions for a batch of ``B`` entities.
+
+    Args:
+        values: ``(B,)`` churn probabilities or 7-day sales (``None`` for purchase).
+        scores: ``(B, k)`` purchase scores, descending (``None`` otherwise).
+        articles: ``(B, k)`` int64 article indices matching ``scores``.
+        active: churn only: ``(B,)`` bool, whether the customer bought in the 7 days before the
+            seed time (the population the churn model is trained on; others are extrapolated).
+        bucket: the shape bucket the batch ran in (``"eager"``/``"dynamic"`` when not padded).
+        padding_ratio: share of the bucket's node rows that were padding.
+        stage_seconds: wall seconds of ``sample``, ``forward`` and ``rank``.
+    """
+
+    values: Tensor | None = None
+    scores: Tensor | None = None
+    articles: Tensor | None = None
+    active: Tensor | None = None
+    bucket: str = ""
+    padding_ratio: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def fitted_ladder(snapshot: GraphSnapshot, sampler: TemporalSampler, seed_type: str, max_seeds: int,
+                  seed: int = 0, sizes: tuple[int, ...] | None = None) -> BucketLadder:
+    """A bucket ladder shaped like real batches at the snapshot's end time (deterministic per seed).
+
+    ``sizes``: the batch sizes sampled (default: every power of two up to ``max_seeds``, what a
+    server sees); a batch scorer that runs full batches of one size samples only that size and
+    gets a short ladder, so few buckets are compiled.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    num = snapshot.num_nodes[seed_type]
+    if sizes is None:
+        sizes = tuple(sorted({min(2**i, max_seeds) for i in range(max_seeds.bit_length() + 1)}))
+    samples = []
+    for size in sizes:
+        for _ in range(4):
+            seeds = torch.randint(num, (size,), generator=generator)
+            times = torch.full((size,), snapshot.end_time, dtype=torch.long)
+            samples.append(gather_inputs(snapshot, sampler.sample(seed_type, seeds, times)))
+    return BucketLadder.fitted(samples, sampler.max_sizes, seed_type, max_seeds)
+
+
+class TaskInference:
+    """Answers batches of entity indices for one task.
+
+    Args:
+        config: the bundle's config.
+        model: the trained model.
+        snapshot: the graph the predictions are made on.
+        compile: ``"none"``, ``"dynamic"`` or ``"buckets"``.
+        device: where the model runs.
+        cuda_graphs: ``mode="reduce-overhead"`` over the buckets (CUDA only).
+        max_batch_size: largest batch :meth:`run` is given (sets the bucket ladder).
+        batch_sizes: the batch sizes :meth:`run` is mostly given, which the ladder is fitted to
+            (``None``: every power of two up to ``max_batch_size``, or the bundle's own ladder).
+        bundle_dir: the bundle, whose compile-cache artifacts are read and written (``None``: no cache).
+        cache_dir: where to keep compile caches instead of beside the bundle (see
+            :func:`models.runtime.bundle.compile_cache_dirs`; ``None``: beside it when writable).
+    """
+
+    def __init__(self, config: BundleConfig, model: TaskModel, snapshot: GraphSnapshot,
+                 compile: str = "buckets", device: torch.device | str = "cpu", cuda_graphs: bool = False,
+                 max_batch_size: int = 32, bundle_dir: Path | None = None,
+                 cache_dir: Path | None = None, batch_sizes: tuple[int, ...] | None = None) -> None:
+        self.config = config
+        self.task = config.task
+        self.snapshot = snapshot
+        self.device = torch.device(device)
+        self.sampler = TemporalSampler(snapshot, SamplerConfig(config.sampler.fanouts, "last",
+                                                               config.sampler.per_day))
+        self.entity_type = model.head.seed_types[0]
+        self.model = model.to(self.device).eval()
+        self.compile_config = CompileConfig(compile, mode="reduce-overhead" if cuda_graphs else None)
+        self.ladders = self._ladders(max_batch_size, batch_sizes) if compile == "buckets" else {}
+        self.predictor = Predictor(self.model, self.compile_config, list(self.ladders.values()), self.device,
+                                   seed_types=(self.entity_type,))
+        self.bundle_dir = bundle_dir
+        self.cache_dir = cache_dir
+        self.article_keys: Tensor | None = None
+        self.popularity: dict[int, Tensor] = {}  # per seed time, every article's recent sales
+        self._graphs_after_warmup: int | None = None
+
+    @classmethod
+    def from_bundle(cls, bundle_dir: Path, snapshot: GraphSnapshot, compile: str = "buckets",
+                    device: torch.device | str = "cpu", cuda_graphs: bool = False,
+                    max_batch_size: int = 32, cache_dir: Path | None = None,
+                    batch_sizes: tuple[int, ...] | None = None) -> TaskInference:
+        """Load ``bundle_dir`` (raises :class:`models.runtime.bundle.BundleError`) and set up inference."""
+        config, model = load_bundle(Path(bundle_dir), snapshot, device)
+        return cls(config, model, snapshot, compile, device, cuda_graphs, max_batch_size, Path(bundle_dir),
+                   cache_dir, batch_sizes)
+
+    def _ladders(self, max_batch_size: int, batch_sizes: tuple[int, ...] | None) -> dict[str, BucketLadder]:
+        # Only the entity's ladder is compiled: purchase article keys are computed once, eagerly.
+        if (batch_sizes is None and max_batch_size == self.config.max_batch_size
+                and self.entity_type in self.config.ladders):
+            return {self.entity_type: self.config.ladders[self.entity_type]}
+        ladder = fitted_ladder(self.snapshot, self.sampler, self.entity_type, max_batch_size,
+                               sizes=batch_sizes)
+        return {self.entity_type: ladder}
+
+    def warm_up(self) -> WarmupReport:
+        """Load the compile cache, compile and run every bucket once, precompute article keys."""
+        start = time.perf_counter()
+        hit, saved, path = False, False, None
+        if self.compile_config.strategy != "none" and self.bundle_dir is not None:
+            reads, write = compile_cache_dirs(self.bundle_dir, self.config, self.cache_dir)
+            key = (self.device, self.compile_config.strategy, self.compile_config.mode, self.ladders)
+            path = compile_cache_path(write, *key)
+            hit = any(load_compile_cache(compile_cache_path(d, *key), self.device) for d in reads)
+        recorder = CompileCacheRecorder() if path is not None and not hit else None
+        specs: dict[str, TableSpec] = self.config.specs
+        runs = self.predictor.warmup({t: (len(s.cardinalities), s.num_numeric) for t, s in specs.items()})
+        if TASKS[self.task].ranks:
+            self.article_keys = self.compute_article_keys(self.snapshot.end_time)
+        if recorder is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                saved = recorder.save(path, self.device)
+            except OSError as exc:  # a read-only bundle directory only costs the next start a cold compile
+                log.warning("compile cache not saved to %s: %s", path, exc)
+        self._graphs_after_warmup = compiled_graph_count()
+        return WarmupReport(time.perf_counter() - start, runs, hit, saved)
+
+    def recompiles(self) -> int:
+        """Graphs compiled since :meth:`warm_up` finished (0 when the buckets cover every batch)."""
+        if self._graphs_after_warmup is None:
+            return 0
+        return compiled_graph_count() - self._graphs_after_warmup
+
+    @torch.inference_mode()
+    def compute_article_keys(self, seed_time: int) -> Tensor:
+        """``(A, D + 1)`` purchase keys of every article at ``seed_time``, computed eagerly in chunks,
+        their bias including the popularity prior (:meth:`models.nn.heads.PurchaseHead.with_prior`)."""
+        self.model.eval()
+        keys = []
+        num = self.snapshot.num_nodes[ARTICLE]
+        everything = torch.arange(num)
+        popularity = snapshot_popularity(self.snapshot, everything, torch.full_like(everything, seed_time))
+        self.popularity = {seed_time: popularity}
+        for start in range(0, num, ARTICLE_KEY_BATCH):
+            seeds = torch.arange(start, min(num, start + ARTICLE_KEY_BATCH))
+            times = torch.full_like(seeds, seed_time)
+            inputs = gather_inputs(self.snapshot, self.sampler.sample(ARTICLE, seeds, times)).to(self.device)
+            prior = popularity[start:start + len(seeds)].to(self.device)
+            keys.append(self.model.head.with_prior(self.model(inputs), prior))
+        return torch.cat(keys)
+
+    @torch.inference_mode()
+    def prepare(self, entity: Tensor, seed_time: Tensor | None = None) -> ModelInputs:
+        """The sampled and gathered inputs :meth:`run` starts from, for ``entity`` ``(B,)`` at
+        ``seed_time`` (default: the snapshot's end); a batch scorer builds the next batch's in
+        another thread while the model runs."""
+        if seed_time is None:
+            seed_time = torch.full_like(entity, self.snapshot.end_time)
+        return gather_inputs(self.snapshot, self.sampler.sample(self.entity_type, entity, seed_time))
+
+    def _ranking_rows(self, entity: Tensor, seed_time: Tensor,
+                      output: Tensor) -> Iterator[tuple[Tensor, PurchaseHistory]]:
+        """Queries and histories in slices of ``RANK_ROWS`` (bounds the ``(rows, A)`` score matrix)."""
+        times = seed_time.unique()
+        table = self.popularity.get(int(times[0])) if len(times) == 1 else None
+        history = snapshot_history(self.snapshot, entity, seed_time, table)
+        history = PurchaseHistory(*(t.to(self.device) for t in history))
+        for i in range(0, len(entity), RANK_ROWS):
+            yield output[i:i + RANK_ROWS], PurchaseHistory(*(t[i:i + RANK_ROWS] for t in history))
+
+    @torch.inference_mode()
+    def rank_parts(self, entity: Tensor, seed_time: Tensor, article_keys: Tensor, k: int = 12) -> RankParts:
+        """The purchase ranking of ``entity`` ``(B,)`` at ``seed_time`` ``(B,)`` in the two parts
+        :func:`models.nn.ranking.merge_ranked` merges for any repeat shift (see
+        :meth:`models.nn.heads.PurchaseHead.rank_parts`); ``article_keys`` as for :meth:`run`."""
+        output = self.predictor(self.prepare(entity, seed_time))
+        parts = [self.model.head.rank_parts(query, article_keys, k, history)
+                 for query, history in self._ranking_rows(entity, seed_time, output)]
+        return RankParts(*(t.float().cpu() if t.is_floating_point() else t.cpu()
+                           for t in RankParts.cat(parts)))
+
+    @torch.inference_mode()
+    def run(self, entity: Tensor, k: int = 12, seed_time: Tensor | None = None,
+            article_keys: Tensor | None = None, inputs: ModelInputs | None = None) -> InferenceResult:
+        """Predict for ``entity`` ``(B,)`` dense indices at ``seed_time`` (default: the snapshot's end).
+
+        Args:
+            entity: ``(B,)`` int64 indices of ``entity_type`` nodes.
+            k: purchase list length.
+            seed_time: ``(B,)`` int64 seed times; defaults to ``snapshot.end_time`` for all.
+            article_keys: purchase keys for another seed time (see :meth:`compute_article_keys`).
+            inputs: :meth:`prepare`'s result for the same ``entity`` and ``seed_time`` (``None``:
+                prepared here).
+        """
+        t0 = time.perf_counter()
+        if seed_time is None:
+            seed_time = torch.full_like(entity, self.snapshot.end_time)
+        if inputs is None:
+            inputs = self.prepare(entity, seed_time)
+        bucket = self.predictor.bucket_for(inputs)
+        t1 = time.perf_counter()
+        output = self.predictor(inputs)
+        t2 = time.perf_counter()
+        result = InferenceResult(bucket=bucket.name if bucket else self.compile_config.strategy)
+        if bucket is not None:
+            result.padding_ratio = 1.0 - sum(inputs.num_nodes().values()) / sum(bucket.nodes.values())
+        if TASKS[self.task].ranks:
+            keys = article_keys if article_keys is not None else self.article_keys
+            if keys is None:
+                keys = self.article_keys = self.compute_article_keys(self.snapshot.end_time)
+            ranked = [self.model.head.rank(query, keys, k, history)
+                      for query, history in self._ranking_rows(entity, seed_time, output)]
+            result.scores = torch.cat([scores for scores, _ in ranked]).float().cpu()
+            result.articles = torch.cat([articles for _, articles in ranked]).cpu()
+        else:
+            result.values = self.model.predict(output).float().cpu()
+        if self.task == "churn":
+            result.active = active_within(self.snapshot, self.entity_type, entity, seed_time,
+                                          CHURN_ACTIVE_DAYS)
+        t3 = time.perf_counter()
+        result.stage_seconds = {"sample": t1 - t0, "forward": t2 - t1, "rank": t3 - t2}
+        return result

@@ -1,0 +1,32 @@
+"""What a serving benchmark sends and serves: request bodies with known ids, and artifacts copies with
+empty compile caches (for cold starts)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from models.registry import TASKS
+from models.runtime.bundle import CACHE_DIR
+from models.store.snapshot import GraphSnapshot
+from serve.bundles import find_bundles
+
+
+def request_bodies(snapshot: GraphSnapshot, task: str, count: int = 512, seed: int = 0) -> list[dict]:
+    """``count`` bodies for ``task`` with known ids drawn at random (fixed seed)."""
+    spec = TASKS[task]
+    ids = snapshot.ids[spec.entity_type]
+    picks = np.random.default_rng(seed).integers(0, len(ids), size=count)
+    return [{spec.id_field: ids[i].decode("ascii")} | ({"k": spec.k} if spec.ranks else {}) for i in picks]
+
+
+def copy_without_compile_cache(artifacts: Path, out: Path) -> Path:
+    """A copy of ``artifacts`` whose bundles have empty compile caches (snapshot linked, not copied)."""
+    out.mkdir(parents=True)
+    (out / "snapshot").symlink_to((artifacts / "snapshot").resolve())
+    for bundle in find_bundles(artifacts):
+        shutil.copytree(bundle.bundle_dir, out / bundle.task, ignore=shutil.ignore_patterns(CACHE_DIR))
+        (out / bundle.task / CACHE_DIR).mkdir()
+    return out
