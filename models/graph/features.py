@@ -16,22 +16,25 @@ from models.nn.inputs import ModelInputs, TableSpec
 
 
 class FeatureSource(Protocol):
-    """Anything holding per-type feature tables, e.g. :class:`models.store.snapshot.GraphSnapshot`."""
+    """Anything holding per-type feature tables, e.g. :class:`models.store.snapshot.GraphSnapshot`
+    (``temporal``) or the random tables of :mod:`training.bench.random_batches` (not ``temporal``)."""
 
     categorical: Mapping[str, Tensor | np.ndarray]
     numeric: Mapping[str, Tensor | np.ndarray]
     cardinalities: Mapping[str, tuple[int, ...]]
 
-
-def has_history(source: FeatureSource) -> bool:
-    """Whether ``source`` holds edges (a snapshot), so nodes also get their temporal aggregates."""
-    return hasattr(source, "adjacency")
+    @property
+    def temporal(self) -> bool:
+        """Whether the source holds time-stamped edges, so that every node also gets the
+        :data:`models.feature_definitions.NUM_TEMPORAL` aggregates of
+        :mod:`models.graph.temporal_features` (a wider numeric input)."""
+        ...
 
 
 def table_specs(source: FeatureSource) -> dict[str, TableSpec]:
     """Per node type, the :class:`TableSpec` of ``source``'s feature tables (with the temporal
-    aggregates of :mod:`models.graph.temporal_features` when ``source`` is a snapshot)."""
-    extra = NUM_TEMPORAL if has_history(source) else 0
+    aggregates of :mod:`models.graph.temporal_features` when ``source.temporal``)."""
+    extra = NUM_TEMPORAL if source.temporal else 0
     return {
         t: TableSpec(tuple(int(c) for c in source.cardinalities[t]), int(source.numeric[t].shape[1]) + extra)
         for t in source.categorical
@@ -56,7 +59,7 @@ def gather_inputs(source: FeatureSource, batch: SubgraphBatch) -> ModelInputs:
     """
     rel_time = batch.rel_time()
     num = {t: _take(source.numeric[t], ids).float() for t, ids in batch.node_ids.items()}
-    if has_history(source):
+    if source.temporal:
         # Each node's aggregates are taken at its tree's seed time: the model sees, for every node,
         # its history up to the prediction time and nothing after.
         num = {t: torch.cat([v, temporal_features(source, t, batch.node_ids[t],

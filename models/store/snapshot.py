@@ -81,6 +81,12 @@ class GraphSnapshot:
                 f"days={self.min_day}..{self.max_day})")
 
     @property
+    def temporal(self) -> bool:
+        """``True``: a snapshot holds time-stamped edges, so its nodes get temporal aggregates
+        (see :class:`models.graph.features.FeatureSource`)."""
+        return True
+
+    @property
     def num_nodes(self) -> dict[str, int]:
         return {t: int(ids.shape[0]) for t, ids in self.ids.items()}
 

@@ -69,6 +69,11 @@ def test_forward_has_no_graph_breaks(task: str, seed_type: str) -> None:
     assert explanation.graph_count == 1
 
 
+def test_tables_without_edges_get_no_temporal_aggregates() -> None:
+    assert not TABLES.temporal
+    assert all(SPECS[t].num_numeric == TABLES.numeric[t].shape[1] for t in TABLES.numeric)
+
+
 def test_gather_reads_the_snapshot_rows() -> None:
     batch = random_batch(TABLES, "customer", 3)
     inputs = gather_inputs(TABLES, batch)

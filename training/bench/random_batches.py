@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -43,6 +44,7 @@ class RandomTables:
     categorical: dict[str, Tensor]
     numeric: dict[str, Tensor]
     cardinalities: dict[str, tuple[int, ...]]
+    temporal: ClassVar[bool] = False  # no edges: the inputs carry no temporal aggregates
 
 
 def random_tables(num_customers: int = 2000, num_articles: int = 500, seed: int = 0) -> RandomTables:
