@@ -73,7 +73,7 @@ class TaskAPI(ls.LitAPI):
 
     def __init__(self, settings: WorkerSettings) -> None:
         super().__init__(max_batch_size=settings.max_batch_size, batch_timeout=settings.batch_timeout_s,
-                         api_path=f"/predict/{self.task}", loop=BlockingBatchedLoop())
+                         api_path=self.task_spec.path, loop=BlockingBatchedLoop())
         self.settings = settings
         self.inference: TaskInference | None = None
         self.metrics: WorkerMetrics | None = None
@@ -118,6 +118,9 @@ class TaskAPI(ls.LitAPI):
             self.metrics.batch(len(queries), result.bucket, result.padding_ratio, result.stage_seconds)
             self.metrics.recompiles(self.inference.recompiles())
             answers = self.answers(known, result)
+            for name, values in result.extras.items():
+                for answer, value in zip(answers, values.tolist(), strict=True):
+                    answer[name] = value
         in_order = iter(answers)
         return [(q, next(in_order) if q.index >= 0 else None) for q in queries]
 
@@ -143,12 +146,8 @@ class ValueAPI(TaskAPI):
     """A task answered with one number per entity (``{id_field: ..., value_field: x}``)."""
 
     def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
-        answers = [{self.task_spec.id_field: q.id, self.task_spec.value_field: v}
-                   for q, v in zip(queries, result.values.tolist(), strict=True)]
-        if result.active is not None:  # churn: is the customer in the population the model is trained on
-            for answer, active in zip(answers, result.active.tolist(), strict=True):
-                answer["active_last_7d"] = active
-        return answers
+        return [{self.task_spec.id_field: q.id, self.task_spec.value_field: v}
+                for q, v in zip(queries, result.values.tolist(), strict=True)]
 
 
 class RankAPI(TaskAPI):

@@ -82,23 +82,17 @@ def _request(spec: TaskSpec) -> type[BaseModel]:
                         __doc__=f"Body of ``POST {spec.path}``: {spec.question}.", **fields)
 
 
-# Churn is defined (and trained) for customers who bought in the last 7 days; the answer says whether
-# this customer is one of them, so a probability for anyone else is visibly an extrapolation.
-_EXTRA_FIELDS = {"churn": {"active_last_7d": (bool, Field(
-    description="bought in the last 7 days of the snapshot: the population the churn model is trained "
-                "on (false: the probability is an extrapolation outside it)"))}}
-
-
 def _response(spec: TaskSpec) -> type[BaseModel]:
+    extra = {f.name: (f.dtype, Field(description=f.description)) for f in spec.answer_fields}
     return create_model(f"{spec.name.capitalize()}Response", __doc__=f"{spec.question.capitalize()}.",
-                        **{spec.id_field: (str, ...), spec.value_field: _VALUES[spec.task_type]},
-                        **_EXTRA_FIELDS.get(spec.name, {}))
+                        **{spec.id_field: (str, ...), spec.value_field: _VALUES[spec.task_type]}, **extra)
 
 
 REQUESTS: dict[str, type[BaseModel]] = {name: _request(spec) for name, spec in TASKS.items()}
 """Per task, its request body (``<Task>Request``), built from :mod:`models.registry`."""
 RESPONSES: dict[str, type[BaseModel]] = {name: _response(spec) for name, spec in TASKS.items()}
-"""Per task, its answer body (``<Task>Response``): the id field and the prediction's field."""
+"""Per task, its answer body (``<Task>Response``): the id field, the prediction's field and the
+entry's answer fields."""
 # Bodies travel to the worker processes pickled, which finds a class by its module and name.
 globals().update({model.__name__: model for model in (*REQUESTS.values(), *RESPONSES.values())})
 

@@ -96,3 +96,9 @@ def active_within(snapshot, node_type: str, ids: Tensor, seed_time: Tensor, days
     prefix, _ = prefix_sums(snapshot, node_type)
     ids, seed_time = ids.long(), seed_time.long()
     return prefix.before(ids, seed_time) > prefix.before(ids, seed_time - days)
+
+
+def active_last_7_days(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tensor:
+    """:func:`active_within` the last 7 days: the churn task's population, an answer field of its
+    :mod:`models.registry` entry."""
+    return active_within(snapshot, node_type, ids, seed_time, 7)

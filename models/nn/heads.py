@@ -15,7 +15,6 @@ from torch import Tensor, nn
 from models.feature_definitions import NUM_PAIR, NUM_POPULARITY, NUM_TEMPORAL, WINDOWS_DAYS, window_spend
 from models.nn.inputs import PurchaseExtras, PurchaseHistory
 from models.nn.ranking import RankParts
-from models.registry import TASKS
 from models.schema import ARTICLE, CUSTOMER
 
 
@@ -277,7 +276,3 @@ class PurchaseHead(nn.Module):
         each = torch.logaddexp(finite, negatives) - finite
         per_row = (each * positive).sum(dim=1) / positive.sum(dim=1).clamp(min=1)
         return _weighted_mean(per_row, weight)
-
-
-HEADS: dict[str, type[nn.Module]] = {task: globals()[spec.head] for task, spec in TASKS.items()}
-"""Per task, the head class its :mod:`models.registry` entry names."""

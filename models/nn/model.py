@@ -6,8 +6,9 @@ from torch import Tensor, nn
 
 from models.nn.config import ModelConfig
 from models.nn.gnn import RelationalGNN
-from models.nn.heads import HEADS, PurchaseHead
+from models.nn.heads import PurchaseHead
 from models.nn.inputs import ModelInputs, PurchaseExtras, TableSpec
+from models.registry import task_spec
 from models.schema import ARTICLE, EDGE_TYPES, EdgeType
 
 
@@ -24,12 +25,10 @@ class TaskModel(nn.Module):
     def __init__(self, task: str, specs: dict[str, TableSpec], config: ModelConfig | None = None,
                  edge_types: tuple[EdgeType, ...] = EDGE_TYPES) -> None:
         super().__init__()
-        if task not in HEADS:
-            raise ValueError(f"unknown task {task!r}; use one of {sorted(HEADS)}")
+        head_cls = task_spec(task).head_class()  # ValueError naming the tasks for an unknown one
         self.task = task
         self.config = config or ModelConfig()
         self.gnn = RelationalGNN(specs, list(edge_types), self.config)
-        head_cls = HEADS[task]
         if head_cls is PurchaseHead:
             cards = specs[ARTICLE].cardinalities
             self.head = PurchaseHead(self.config.hidden, self.config.embedding_dim, cards)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +19,6 @@ from models.graph.buckets import BucketLadder
 from models.graph.features import gather_inputs
 from models.graph.history import snapshot_history, snapshot_popularity
 from models.graph.sampler import SamplerConfig, TemporalSampler
-from models.graph.temporal_features import active_within
 from models.nn.inputs import ModelInputs, PurchaseHistory, TableSpec
 from models.nn.model import TaskModel
 from models.nn.ranking import RankParts
@@ -36,7 +35,6 @@ ARTICLE_KEY_BATCH = 1024
 # Rows ranked at a time: a batch scorer's (B, A) score matrix (1024 x 105k articles, 430 MB) was
 # page-faulted afresh for every batch; in chunks of 128 rows ranking took 27 % less CPU at full size.
 RANK_ROWS = 128
-CHURN_ACTIVE_DAYS = 7  # churn is defined (and trained) for customers active in the last 7 days
 
 
 @dataclass
@@ -54,11 +52,10 @@ class InferenceResult:
     """Predictions for a batch of ``B`` entities.
 
     Args:
-        values: ``(B,)`` churn probabilities or 7-day sales (``None`` for purchase).
-        scores: ``(B, k)`` purchase scores, descending (``None`` otherwise).
+        values: ``(B,)`` probabilities or values (``None`` for a ranking task).
+        scores: ``(B, k)`` ranking scores, descending (``None`` otherwise).
         articles: ``(B, k)`` int64 article indices matching ``scores``.
-        active: churn only: ``(B,)`` bool, whether the customer bought in the 7 days before the
-            seed time (the population the churn model is trained on; others are extrapolated).
+        extras: the task's answer fields (:class:`models.registry.AnswerField`) by name, ``(B,)`` each.
         bucket: the shape bucket the batch ran in (``"eager"``/``"dynamic"`` when not padded).
         padding_ratio: share of the bucket's node rows that were padding.
         stage_seconds: wall seconds of ``sample``, ``forward`` and ``rank``.
@@ -67,7 +64,7 @@ class InferenceResult:
     values: Tensor | None = None
     scores: Tensor | None = None
     articles: Tensor | None = None
-    active: Tensor | None = None
+    extras: dict[str, Tensor] = field(default_factory=dict)
     bucket: str = ""
     padding_ratio: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -118,6 +115,9 @@ class TaskInference:
                  cache_dir: Path | None = None, batch_sizes: tuple[int, ...] | None = None) -> None:
         self.config = config
         self.task = config.task
+        self.spec = TASKS[config.task]
+        self.answer_fields: dict[str, Callable[..., Tensor]] = {
+            f.name: self.spec.resolve(f.compute) for f in self.spec.answer_fields}
         self.snapshot = snapshot
         self.device = torch.device(device)
         self.sampler = TemporalSampler(snapshot, SamplerConfig(config.sampler.fanouts, "last",
@@ -165,7 +165,7 @@ class TaskInference:
         recorder = CompileCacheRecorder() if path is not None and not hit else None
         specs: dict[str, TableSpec] = self.config.specs
         runs = self.predictor.warmup({t: (len(s.cardinalities), s.num_numeric) for t, s in specs.items()})
-        if TASKS[self.task].ranks:
+        if self.spec.ranks:
             self.article_keys = self.compute_article_keys(self.snapshot.end_time)
         if recorder is not None:
             try:
@@ -255,7 +255,7 @@ class TaskInference:
         result = InferenceResult(bucket=bucket.name if bucket else self.compile_config.strategy)
         if bucket is not None:
             result.padding_ratio = 1.0 - sum(inputs.num_nodes().values()) / sum(bucket.nodes.values())
-        if TASKS[self.task].ranks:
+        if self.spec.ranks:
             keys = article_keys if article_keys is not None else self.article_keys
             if keys is None:
                 keys = self.article_keys = self.compute_article_keys(self.snapshot.end_time)
@@ -265,9 +265,8 @@ class TaskInference:
             result.articles = torch.cat([articles for _, articles in ranked]).cpu()
         else:
             result.values = self.model.predict(output).float().cpu()
-        if self.task == "churn":
-            result.active = active_within(self.snapshot, self.entity_type, entity, seed_time,
-                                          CHURN_ACTIVE_DAYS)
+        result.extras = {name: compute(self.snapshot, self.entity_type, entity, seed_time)
+                         for name, compute in self.answer_fields.items()}
         t3 = time.perf_counter()
         result.stage_seconds = {"sample": t1 - t0, "forward": t2 - t1, "rank": t3 - t2}
         return result

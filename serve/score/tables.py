@@ -1,7 +1,8 @@
 """One batch of predictions as output rows: the columns of ``python -m serve.score``'s files.
 
-The columns are the HTTP answer's fields (:mod:`models.registry`), so a row of the file and the
-server's answer for the same id carry the same names and values:
+The columns are the HTTP answer's fields (:mod:`models.registry`: the id, the prediction and the
+entry's answer fields), so a row of the file and the server's answer for the same id carry the same
+names and values:
 
 churn     ``customer_id, churn_probability, active_last_7d``
 sales     ``article_id, sales_7d``
@@ -21,18 +22,15 @@ from models.schema import ARTICLE
 from models.store.snapshot import GraphSnapshot
 
 SUBMISSION_FIELD = "prediction"  # Kaggle's column name for the space-separated article ids
-ACTIVE_FIELD = "active_last_7d"  # the churn answer's flag (serve/apis.py ValueAPI)
+ARROW_TYPES = {bool: pa.bool_(), int: pa.int64(), float: pa.float32()}  # of AnswerField.dtype
 
 
 def schema(task: str) -> pa.Schema:
     """The columns written for ``task``."""
     spec = TASKS[task]
-    if spec.ranks:
-        return pa.schema([(spec.id_field, pa.string()), (SUBMISSION_FIELD, pa.string())])
-    fields = [(spec.id_field, pa.string()), (spec.value_field, pa.float32())]
-    if task == "churn":
-        fields.append((ACTIVE_FIELD, pa.bool_()))
-    return pa.schema(fields)
+    value = (SUBMISSION_FIELD, pa.string()) if spec.ranks else (spec.value_field, pa.float32())
+    extra = [(f.name, ARROW_TYPES[f.dtype]) for f in spec.answer_fields]
+    return pa.schema([(spec.id_field, pa.string()), value, *extra])
 
 
 class TableBuilder:
@@ -60,6 +58,6 @@ class TableBuilder:
             columns = [ids, pa.array(predictions, pa.string())]
         else:
             columns = [ids, pa.array(result.values.numpy().astype(np.float32), pa.float32())]
-            if result.active is not None:
-                columns.append(pa.array(result.active.numpy(), pa.bool_()))
+        columns += [pa.array(result.extras[f.name].numpy(), ARROW_TYPES[f.dtype])
+                    for f in self.spec.answer_fields]
         return pa.Table.from_arrays(columns, schema=self.schema)

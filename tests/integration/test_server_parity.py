@@ -54,7 +54,8 @@ def test_churn_answers_say_whether_the_customer_is_in_the_trained_population(ser
     assert active and inactive
     result = offline(artifacts, snapshot, "churn", indices)
     answers = served(server, "churn", [{"customer_id": snapshot.ids[CUSTOMER][i].decode()} for i in indices])
-    assert [a["active_last_7d"] for a in answers] == [i in recent for i in indices] == result.active.tolist()
+    flags = result.extras["active_last_7d"].tolist()
+    assert [a["active_last_7d"] for a in answers] == [i in recent for i in indices] == flags
     probabilities = [a["churn_probability"] for a in answers]
     assert probabilities == pytest.approx(result.values.tolist(), rel=1e-4, abs=1e-5)
 

@@ -14,10 +14,9 @@ from training.tasks.cutoffs import split_cutoffs
 from training.tasks.day_windows import sort_by_day
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import WINDOWS, EntityColumns, history_features, history_names
-from training.tasks.gbdt_model import lightgbm_churn, lightgbm_purchase, lightgbm_sales
 from training.tasks.metrics import compute_metrics
 
-LIGHTGBM = {"churn": lightgbm_churn, "sales": lightgbm_sales, "purchase": lightgbm_purchase}
+LIGHTGBM = {task: BASELINES[task]["lightgbm"] for task in ("churn", "sales", "purchase")}
 
 
 def test_history_features_equal_plain_loops() -> None:
@@ -101,13 +100,13 @@ def test_capped_fitting_and_chunked_scoring_bound_memory_and_still_predict(small
 
     tx, columns, num_nodes, cutoffs = small
     table = TASKS["purchase"].make_table(tx, num_nodes, cutoffs["test"][0])
-    whole = lightgbm_purchase(tx, table, columns)
+    whole = LIGHTGBM["purchase"](tx, table, columns)
     monkeypatch.setattr(gbdt, "PREDICT_CHUNK", 7)
-    np.testing.assert_array_equal(lightgbm_purchase(tx, table, columns), whole)
+    np.testing.assert_array_equal(LIGHTGBM["purchase"](tx, table, columns), whole)
     monkeypatch.setattr(gbdt, "MAX_FIT_CUSTOMERS", 40)
     monkeypatch.setattr(gbdt, "MAX_FIT_ROWS", 40)
-    capped = lightgbm_purchase(tx, table, columns)
+    capped = LIGHTGBM["purchase"](tx, table, columns)
     assert capped.shape == whole.shape and (capped >= 0).all() and (capped < num_nodes["article"]).all()
     assert not np.array_equal(capped, whole)  # the cap took effect
     churn = TASKS["churn"].make_table(tx, num_nodes, cutoffs["test"][0])
-    assert np.isfinite(lightgbm_churn(tx, churn, columns)).all()
+    assert np.isfinite(LIGHTGBM["churn"](tx, churn, columns)).all()

@@ -137,7 +137,7 @@ def test_compute_metrics_keys_follow_the_task():
     link = TaskTable(np.arange(2), np.full(2, 9), 8, target_ptr=ptr, target_items=items)
     pred = np.array([[3] + [0] * 11, [0] * 12])
     got = compute_metrics(TASKS["purchase"], pred, link)
-    assert tuple(got) == TASKS["purchase"].metrics
+    assert tuple(got) == tuple(TASKS["purchase"].metrics)
     assert got["map@12"] == pytest.approx(0.5) and got["recall@12"] == pytest.approx(0.5)
     for task in TASKS.values():
         assert task.primary_metric in task.metrics

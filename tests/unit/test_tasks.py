@@ -171,7 +171,7 @@ def test_all_splits_from_generated_csv(tiny_csv_dir):
             assert len(table) > 0
             for baseline in BASELINES[name].values():
                 values = compute_metrics(task, baseline(tx, table), table)
-                assert tuple(values) == task.metrics and np.isfinite(list(values.values())).all()
+                assert tuple(values) == tuple(task.metrics) and np.isfinite(list(values.values())).all()
     # The week that labels the validation purchases is the week that selects the test churners.
     val_buyers, test_churners = splits["purchase"]["val"][0], splits["churn"]["test"][0]
     np.testing.assert_array_equal(val_buyers.entity, test_churners.entity)

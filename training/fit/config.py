@@ -6,12 +6,13 @@ import argparse
 import dataclasses
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from models.cli import OneLineErrors
 from models.nn.config import ModelConfig
-from models.registry import TASKS as TASK_SPECS
+from models.registry import derived
 from models.runtime.compile import STRATEGIES
 from training.tasks.definitions import TASKS
 
@@ -81,8 +82,8 @@ class TaskRecipe:
                            num_layers=len(self.fanouts), aggregation=self.aggregation)
 
 
-RECIPES: dict[str, TaskRecipe] = {task: TaskRecipe(**spec.recipe) for task, spec in TASK_SPECS.items()}
-"""Per task, the defaults with its registry entry's ``recipe`` overrides."""
+RECIPES: Mapping[str, TaskRecipe] = derived(lambda spec: TaskRecipe(**spec.recipe))
+"""Per task, the defaults with its registry entry's ``recipe`` overrides (follows registrations)."""
 
 
 @dataclass

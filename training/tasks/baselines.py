@@ -1,4 +1,4 @@
-"""Baselines for the three tasks, each reading only transactions before the seed time.
+"""Baselines for the three rel-hm tasks, each reading only transactions before the seed time.
 
 The rule baselines are below; ``lightgbm`` (:mod:`training.tasks.gbdt_model`) is gradient boosting
 on hand-built seed-time features, trained on earlier cutoffs.
@@ -7,21 +7,24 @@ Every baseline maps ``(transactions, TaskTable) -> predictions`` in the format t
 :func:`training.metrics.compute_metrics` scores: churn and sales ``(n,)`` float64, purchase
 ``(n, k)`` int64 article indices ranked best first, ``-1`` where fewer than ``k`` candidates
 exist. Rows are grouped by seed time, and each group reads only ``day < seed_time``.
+
+A task's entry (:mod:`models.registry`) names its baselines by reference; :data:`BASELINES` holds
+them ready to call, with the task's name and ``k`` bound where a baseline takes them (one LightGBM
+function serves several tasks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Mapping
+from functools import partial
 
 import numpy as np
 
 from models.arrays import unique_sorted
-from models.registry import TASKS as TASK_SPECS
+from models.registry import TaskSpec, derived
 from models.store.tables import Transactions
 from training.tasks.day_windows import day_slice, popular_articles, seed_groups, sort_by_day
-
-# Named by the registry's entries (looked up by name below).
-from training.tasks.gbdt_model import lightgbm_churn, lightgbm_purchase, lightgbm_sales  # noqa: F401
 from training.tasks.table import TaskTable
 
 Baseline = Callable[[Transactions, TaskTable], np.ndarray]
@@ -170,7 +173,16 @@ def purchase_repeat(tx: Transactions, table: TaskTable, k: int = 12) -> np.ndarr
     return pred
 
 
-BASELINES: dict[str, dict[str, Baseline]] = {
-    task: {name: globals()[function] for name, function in spec.baselines.items()}
-    for task, spec in TASK_SPECS.items()}
-"""Per task, its baselines by name: the functions of this module its registry entry names."""
+def task_baselines(spec: TaskSpec) -> dict[str, Baseline]:
+    """The baselines ``spec`` names, as ``(transactions, table) -> predictions``: a parameter
+    ``task`` gets the task's name and ``k`` its list length."""
+    bound = {"task": spec.name, "k": spec.k}
+    baselines = {}
+    for name, function in spec.baseline_functions().items():
+        given = {p: v for p, v in bound.items() if p in inspect.signature(function).parameters}
+        baselines[name] = partial(function, **given) if given else function
+    return baselines
+
+
+BASELINES: Mapping[str, dict[str, Baseline]] = derived(task_baselines)
+"""Per task, its baselines by report name (follows registrations)."""

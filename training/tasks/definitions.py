@@ -1,7 +1,8 @@
-"""The three rel-hm tasks (RelBench definitions): seeds, labels and train/val/test cutoffs.
+"""Tasks as training reads them (seeds, labels, train/val/test cutoffs), and the rel-hm label functions.
 
 Each task's facts (entity type, window, metrics) are its :mod:`models.registry` entry; its labels
-are built by one vectorised function here, named by the entry. Conventions for a cutoff day ``t``:
+are built by the vectorised function the entry names (the three RelBench rel-hm tasks' are below).
+Conventions for a cutoff day ``t``:
 seeds get ``seed_time = t + 1`` (the model sees ``day <= t``) and labels cover days
 ``t + 1 .. t + 7``, i.e. RelBench's window ``(t, t + 7d]``.
 """
@@ -9,13 +10,13 @@ seeds get ``seed_time = t + 1`` (the model sees ``day <= t``) and labels cover d
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from models.arrays import unique_sorted
-from models.registry import LINK, TaskSpec
-from models.registry import TASKS as REGISTRY
+from models.registry import LINK, TaskSpec, derived
 from models.schema import ARTICLE, CUSTOMER
 from models.store.tables import Transactions
 from training.tasks.cutoffs import split_cutoffs
@@ -30,14 +31,21 @@ class Task:
 
     Every field of the spec reads as an attribute (``task.name``, ``task.entity_type``,
     ``task.metrics``, ``task.primary_metric``, ``task.higher_is_better``, ``task.window_days``,
-    ``task.k``, ...). ``labels`` is the spec's label function: ``(day-sorted transactions,
-    num_nodes, cutoff, window_days) -> (entity, label)`` or ``(entity, (ptr, items))`` for
-    link prediction.
+    ``task.k``, ...). :attr:`label_function` is the function the spec names: ``(day-sorted
+    transactions, num_nodes, cutoff, window_days) -> (entity, label)`` or ``(entity, (ptr, items))``
+    for link prediction.
+
+    Args:
+        spec: the task's registry entry.
     """
 
-    def __init__(self, spec: TaskSpec, labels: LabelFunction) -> None:
+    def __init__(self, spec: TaskSpec) -> None:
         self.spec = spec
-        self._labels = labels
+
+    @cached_property
+    def label_function(self) -> LabelFunction:
+        """The entry's label function (imported on first use)."""
+        return self.spec.label_function()
 
     def __getattr__(self, name: str) -> Any:
         spec = self.__dict__.get("spec")  # absent while unpickling
@@ -54,7 +62,7 @@ class Task:
             cutoff: the cutoff day ``t``; the table's ``seed_time`` is ``t + 1``.
         """
         tx = sort_by_day(tx)
-        entity, truth = self._labels(tx, num_nodes, cutoff, self.window_days)
+        entity, truth = self.label_function(tx, num_nodes, cutoff, self.window_days)
         seed_time = np.full(len(entity), cutoff + 1, dtype=np.int64)
         if self.task_type == LINK:
             ptr, items = truth
@@ -125,4 +133,5 @@ def purchase_labels(tx: Transactions, num_nodes: Mapping[str, int], cutoff: int,
     return entity.astype(np.int64), (ptr, items.astype(np.int64))
 
 
-TASKS: dict[str, Task] = {name: Task(spec, globals()[spec.labels]) for name, spec in REGISTRY.items()}
+TASKS: Mapping[str, Task] = derived(Task)
+"""Every task of :data:`models.registry.TASKS` as a :class:`Task` (follows registrations)."""

@@ -15,6 +15,7 @@ time. Smaller data (the demo and the real dataset in the repository) is used who
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from functools import partial
 
@@ -45,6 +46,7 @@ PARAMS = {"learning_rate": 0.1, "num_leaves": 31, "max_bin": 63, "min_data_in_le
 OBJECTIVES = {BINARY: {"objective": "binary", "metric": "auc"},  # per task type of models.registry
               REGRESSION: {"objective": "l1", "metric": "l1"},
               LINK: {"objective": "binary", "metric": "map", "eval_at": [12]}}
+FALLBACKS = {BINARY: 0.5, REGRESSION: 0.0}  # an entity's prediction when too little history precedes it
 
 
 def _history(tx: Transactions, seed_time: int) -> Transactions:
@@ -80,7 +82,7 @@ def _num_nodes(past: Transactions, table: TaskTable, task: str) -> dict[str, int
 
 def _node_baseline(task: str, tx: Transactions, table: TaskTable, columns: EntityColumns | None,
                    fallback: float) -> np.ndarray:
-    """Churn and sales: one regressor/classifier on entity features per seed time of ``table``."""
+    """One regressor/classifier on entity features per seed time of ``table``."""
     tx, entity_type = sort_by_day(tx), TASKS[task].entity_type
     pred = np.full(len(table), fallback, dtype=np.float64)
     for seed_time, rows in seed_groups(table.seed_time):
@@ -108,14 +110,11 @@ def _node_baseline(task: str, tx: Transactions, table: TaskTable, columns: Entit
     return pred
 
 
-def lightgbm_churn(tx: Transactions, table: TaskTable, columns: EntityColumns | None = None) -> np.ndarray:
-    """Churn probability from LightGBM on the customer's seed-time features; ``(n,)`` float64."""
-    return _node_baseline("churn", tx, table, columns, fallback=0.5)
-
-
-def lightgbm_sales(tx: Transactions, table: TaskTable, columns: EntityColumns | None = None) -> np.ndarray:
-    """Next week's sales from LightGBM (L1 loss) on the article's seed-time features; ``(n,)`` float64."""
-    return _node_baseline("sales", tx, table, columns, fallback=0.0)
+def lightgbm_entity(tx: Transactions, table: TaskTable, columns: EntityColumns | None = None, *,
+                    task: str) -> np.ndarray:
+    """A probability (binary tasks) or value (regression, L1 loss) from LightGBM on the entity's
+    seed-time features, trained on ``task``'s labels; ``(n,)`` float64."""
+    return _node_baseline(task, tx, table, columns, fallback=FALLBACKS[TASKS[task].task_type])
 
 
 def _pair_set(past: Transactions, t: TaskTable, num_articles: int, columns: EntityColumns | None):
@@ -125,9 +124,10 @@ def _pair_set(past: Transactions, t: TaskTable, num_articles: int, columns: Enti
     return cands, labels
 
 
-def lightgbm_purchase(tx: Transactions, table: TaskTable, columns: EntityColumns | None = None,
-                      k: int = 12) -> np.ndarray:
-    """Top-``k`` articles: own-history and popular candidates re-ranked by LightGBM; ``(n, k)`` int64."""
+def lightgbm_ranking(tx: Transactions, table: TaskTable, columns: EntityColumns | None = None,
+                     k: int = 12, *, task: str) -> np.ndarray:
+    """Top-``k`` articles: own-history and popular candidates re-ranked by LightGBM, trained on
+    ``task``'s labels (customers and the articles they buy); ``(n, k)`` int64."""
     tx = sort_by_day(tx)
     pred = np.full((len(table), k), -1, dtype=np.int64)
     for seed_time, rows in seed_groups(table.seed_time):
@@ -136,17 +136,17 @@ def lightgbm_purchase(tx: Transactions, table: TaskTable, columns: EntityColumns
         plan = _fit_cutoffs(past, seed_time - 1, MAX_PAIR_CUTOFFS)
         if plan is None:
             continue
-        sizes = _num_nodes(past, table.subset(rows), "purchase")
+        sizes = _num_nodes(past, table.subset(rows), task)
         num_articles = sizes[ARTICLE]
-        fit_sets = [_pair_set(past, TASKS["purchase"].make_table(past, sizes, c), num_articles, columns)
+        fit_sets = [_pair_set(past, TASKS[task].make_table(past, sizes, c), num_articles, columns)
                     for c in plan[0]]
-        val_cands, val_y = _pair_set(past, TASKS["purchase"].make_table(past, sizes, plan[1]), num_articles,
+        val_cands, val_y = _pair_set(past, TASKS[task].make_table(past, sizes, plan[1]), num_articles,
                                      columns)
         x = np.concatenate([c.features for c, _ in fit_sets])
         y = np.concatenate([labels for _, labels in fit_sets])
         groups = (np.concatenate([np.unique(c.customer, return_counts=True)[1] for c, _ in fit_sets]),
                   np.unique(val_cands.customer, return_counts=True)[1])
-        model = _train("purchase", x, y, val_cands.features, val_y, pair_categorical(columns), groups)
+        model = _train(task, x, y, val_cands.features, val_y, pair_categorical(columns), groups)
         del x, y, fit_sets, val_cands
         ranked = np.empty((len(customers), k), dtype=np.int64)
         for start in range(0, len(customers), PREDICT_CHUNK):
@@ -158,10 +158,9 @@ def lightgbm_purchase(tx: Transactions, table: TaskTable, columns: EntityColumns
     return pred
 
 
-LIGHTGBM = (lightgbm_churn, lightgbm_sales, lightgbm_purchase)
-
-
 def bind_columns(baseline: Callable[..., np.ndarray],
                  columns: EntityColumns | None) -> Callable[..., np.ndarray]:
-    """``baseline`` with the entity columns bound if it is a LightGBM baseline (the rule ones ignore them)."""
-    return partial(baseline, columns=columns) if baseline in LIGHTGBM and columns is not None else baseline
+    """``baseline`` with the entity columns bound if it takes them (the LightGBM ones; the rule ones
+    do not)."""
+    takes = "columns" in inspect.signature(baseline).parameters
+    return partial(baseline, columns=columns) if takes and columns is not None else baseline

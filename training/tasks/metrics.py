@@ -1,4 +1,7 @@
-"""Evaluation metrics of the three tasks (numpy, exact definitions below).
+"""Evaluation metrics (numpy, exact definitions below), and the ones registry entries name.
+
+A task's entry (:mod:`models.registry`) names each of its metrics by reference to a function
+``Scored -> float``; :func:`compute_metrics` calls them on one :class:`Scored`.
 
 Binary classification (churn), ``label`` in {0, 1}, ``score`` higher = more likely positive:
 
@@ -23,9 +26,12 @@ and the set of articles actually bought, averaged over customers (those without 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
 import numpy as np
 
-from models.registry import BINARY, LINK, REGRESSION
 from training.tasks.definitions import Task
 from training.tasks.table import TaskTable
 
@@ -148,24 +154,74 @@ def link_metrics(
     }
 
 
-def compute_metrics(task: Task, predictions: np.ndarray, table: TaskTable) -> dict[str, float]:
-    """All of ``task.metrics`` for predictions on ``table``.
+@dataclass(frozen=True)
+class Scored:
+    """Predictions for the rows of a labelled table: what every metric function reads.
 
     Args:
-        task: the task (decides the metric family).
-        predictions: ``(n,)`` scores/values (churn, sales) or ``(n, k)`` ranked articles (purchase).
+        predictions: ``(n,)`` scores or values, or ``(n, >= k)`` ranked article indices.
+        table: the labelled rows, aligned with ``predictions``.
+        k: the task's ranked-list length.
+    """
+
+    predictions: np.ndarray
+    table: TaskTable
+    k: int
+
+    @cached_property
+    def link(self) -> dict[str, float]:
+        """:func:`link_metrics`, computed once for the three metrics that read it."""
+        return link_metrics(self.predictions, self.table.target_ptr, self.table.target_items, k=self.k)
+
+
+Metric = Callable[[Scored], float]
+
+
+def auroc_metric(scored: Scored) -> float:
+    """:func:`auroc` of the scores against the table's 0/1 labels."""
+    return auroc(scored.table.label, scored.predictions)
+
+
+def average_precision_metric(scored: Scored) -> float:
+    """:func:`average_precision` of the scores against the table's 0/1 labels."""
+    return average_precision(scored.table.label, scored.predictions)
+
+
+def mae_metric(scored: Scored) -> float:
+    """:func:`mae` of the values against the table's labels."""
+    return mae(scored.table.label, scored.predictions)
+
+
+def rmse_metric(scored: Scored) -> float:
+    """:func:`rmse` of the values against the table's labels."""
+    return rmse(scored.table.label, scored.predictions)
+
+
+def map_at_k(scored: Scored) -> float:
+    """MAP@k of the ranked lists against the table's targets (see :func:`link_metrics`)."""
+    return scored.link[f"map@{scored.k}"]
+
+
+def precision_at_k(scored: Scored) -> float:
+    """precision@k of the ranked lists against the table's targets."""
+    return scored.link[f"precision@{scored.k}"]
+
+
+def recall_at_k(scored: Scored) -> float:
+    """recall@k of the ranked lists against the table's targets."""
+    return scored.link[f"recall@{scored.k}"]
+
+
+def compute_metrics(task: Task, predictions: np.ndarray, table: TaskTable) -> dict[str, float]:
+    """All of ``task.metrics`` for predictions on ``table``: the functions its entry names.
+
+    Args:
+        task: the task.
+        predictions: ``(n,)`` scores/values or ``(n, k)`` ranked articles, as its metrics read them.
         table: the labelled table, rows aligned with ``predictions``.
 
     Returns:
-        ``{name: value}`` with keys exactly ``task.metrics``.
+        ``{name: value}`` with keys exactly ``task.metrics``, in their order.
     """
-    if task.task_type == BINARY:
-        return {
-            "auroc": auroc(table.label, predictions),
-            "average_precision": average_precision(table.label, predictions),
-        }
-    if task.task_type == REGRESSION:
-        return {"mae": mae(table.label, predictions), "rmse": rmse(table.label, predictions)}
-    if task.task_type == LINK:
-        return link_metrics(predictions, table.target_ptr, table.target_items, k=task.k)
-    raise ValueError(f"unknown task type {task.task_type!r}")
+    scored = Scored(predictions, table, task.k)
+    return {name: metric(scored) for name, metric in task.metric_functions().items()}
