@@ -1,12 +1,23 @@
 """The definition of the model's computed inputs: names, windows and scales of the seed-time temporal
 aggregates (:mod:`models.graph.temporal_features`) and of the purchase history's pair features
 (:mod:`models.graph.history`). The graph layer computes them; the network reads their widths.
+
+:func:`feature_definition` is the versioned summary of these values and :func:`snapshot_schema`
+the columns a snapshot contributes; a bundle records both, and loading compares them with this
+code and the snapshot it is served over (:mod:`models.runtime.bundle_inputs`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, Protocol
+
 import torch
 from torch import Tensor
+
+FEATURE_VERSION = 1
+"""Version of the computed inputs. Bump it when a formula changes in a way the values that
+:func:`feature_definition` lists do not show; a changed value there is caught by itself."""
 
 WINDOWS_DAYS: tuple[int, ...] = (7, 14, 28, 91, 364)
 RECENCY_CAP_DAYS = 365
@@ -35,3 +46,61 @@ def window_spend(features: Tensor) -> Tensor:
     """``(N, NUM_TEMPORAL)`` features -> ``(N, len(WINDOWS_DAYS))`` spend over each window in
     units of the mean price (undoing the features' ``log1p`` scaling)."""
     return torch.expm1(features[:, SPEND_COLUMNS[0]:SPEND_COLUMNS[-1] + 1:3] / LOG_SCALE)
+
+
+def feature_definition() -> dict[str, Any]:
+    """The definition of the computed inputs as this code computes them, in JSON types.
+
+    Returns:
+        ``{"version", "temporal": {names, windows_days, recency_cap_days, log_scale},
+        "history": {slots, edges, pair_windows, num_popularity, num_pair}}``.
+    """
+    return {
+        "version": FEATURE_VERSION,
+        "temporal": {"names": list(FEATURE_NAMES), "windows_days": list(WINDOWS_DAYS),
+                     "recency_cap_days": RECENCY_CAP_DAYS, "log_scale": LOG_SCALE},
+        "history": {"slots": HISTORY_SLOTS, "edges": HISTORY_EDGES, "pair_windows": list(PAIR_WINDOWS),
+                    "num_popularity": NUM_POPULARITY, "num_pair": NUM_PAIR},
+    }
+
+
+def _version_1() -> dict[str, Any]:
+    # Written out, not derived from the constants above: bundles that predate recorded definitions
+    # are read as this, so it must keep saying what version 1 was after the constants change.
+    windows = [7, 14, 28, 91, 364]
+    names = [f"{kind}_{w}d" for w in windows for kind in ("count", "spend", "days")]
+    return {
+        "version": 1,
+        "temporal": {"names": [*names, "count_all", "days_all", "days_since_last", "days_since_first",
+                               "has_history"],
+                     "windows_days": windows, "recency_cap_days": 365, "log_scale": 0.25},
+        "history": {"slots": 128, "edges": 1024, "pair_windows": [7, 28, 91], "num_popularity": 5,
+                    "num_pair": 23},
+    }
+
+
+FEATURE_DEFINITION_V1: dict[str, Any] = _version_1()
+"""Version 1, the inputs of every bundle written before bundles recorded their definition."""
+
+
+class SchemaSource(Protocol):
+    """Anything naming its feature columns, e.g. :class:`models.store.snapshot.GraphSnapshot`."""
+
+    categorical_names: Mapping[str, tuple[str, ...]]
+    numeric_names: Mapping[str, tuple[str, ...]]
+    cardinalities: Mapping[str, tuple[int, ...]]
+
+
+def snapshot_schema(source: SchemaSource) -> dict[str, dict[str, list]]:
+    """Per node type, the feature columns a snapshot holds, in JSON types.
+
+    Names and value counts only, never contents: a bundle stays valid over any snapshot with the
+    same columns (one rebuilt or compacted from the same schema).
+
+    Returns:
+        ``{node_type: {"categorical": [names], "cardinalities": [ints], "numeric": [names]}}``.
+    """
+    return {t: {"categorical": list(source.categorical_names[t]),
+                "cardinalities": [int(c) for c in source.cardinalities[t]],
+                "numeric": list(source.numeric_names[t])}
+            for t in sorted(source.categorical_names)}

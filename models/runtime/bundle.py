@@ -2,7 +2,8 @@
 
 ``<artifacts>/<task>/``
     ``weights.safetensors``  the state dict (safetensors: loading never unpickles anything)
-    ``config.json``          model, sampler, bucket ladders, task, snapshot fingerprint, versions
+    ``config.json``          model, sampler, bucket ladders, task, snapshot fingerprint, versions,
+                             feature definition and snapshot columns (:mod:`models.runtime.bundle_inputs`)
     ``metrics.json``         model and baselines on val/test (written by ``training.fit``)
     ``compile_cache/``       ``torch.compiler`` cache artifacts, one file per torch version/device/strategy
 
@@ -25,6 +26,7 @@ import safetensors.torch
 import torch
 import torch_geometric
 
+from models.feature_definitions import feature_definition
 from models.files import atomic_write
 from models.graph.buckets import BucketLadder
 from models.graph.features import table_specs
@@ -33,6 +35,7 @@ from models.nn.config import ModelConfig
 from models.nn.inputs import TableSpec
 from models.nn.model import TaskModel
 from models.registry import TASK_NAMES
+from models.runtime.bundle_inputs import code_mismatch, snapshot_mismatch, specs_mismatch
 from models.runtime.compile_cache import cache_key
 from models.store.snapshot import GraphSnapshot
 
@@ -65,6 +68,10 @@ class BundleConfig:
         ladders: per seed type of the head, the serving bucket ladder (for ``max_batch_size``).
         max_batch_size: largest serving batch the ladders hold.
         fingerprint: content fingerprint of the snapshot the model was trained on.
+        snapshot_schema: the training snapshot's :func:`models.feature_definitions.snapshot_schema`;
+            ``None`` in a bundle written before it was recorded.
+        feature_definition: :func:`models.feature_definitions.feature_definition` at training time;
+            ``None`` in a bundle written before it was recorded (read as version 1).
         versions: library versions at training time (informational).
         training: how it was trained (epochs, seed, compile strategy, ...; informational).
         weights_sha256: sha256 of ``weights.safetensors``, set by :func:`save_bundle`; loading
@@ -78,6 +85,8 @@ class BundleConfig:
     ladders: dict[str, BucketLadder]
     max_batch_size: int
     fingerprint: str
+    snapshot_schema: dict[str, dict[str, list]] | None
+    feature_definition: dict[str, Any] | None = field(default_factory=feature_definition)
     versions: dict[str, str] = field(default_factory=library_versions)
     training: dict[str, Any] = field(default_factory=dict)
     weights_sha256: str = ""
@@ -91,6 +100,7 @@ class BundleConfig:
                       for t, s in self.specs.items()},
             "ladders": {t: ladder.to_dict() for t, ladder in self.ladders.items()},
             "max_batch_size": self.max_batch_size, "fingerprint": self.fingerprint,
+            "feature_definition": self.feature_definition, "snapshot_schema": self.snapshot_schema,
             "versions": self.versions, "training": self.training, "weights_sha256": self.weights_sha256,
         }
 
@@ -100,6 +110,10 @@ class BundleConfig:
             raise ValueError(f"bundle format {values.get('format')!r}, this relserve reads {BUNDLE_FORMAT}")
         if values["task"] not in TASK_NAMES:
             raise ValueError(f"unknown task {values['task']!r}")
+        recorded = {k: values.get(k) for k in ("feature_definition", "snapshot_schema")}
+        for key, value in recorded.items():
+            if value is not None and not isinstance(value, dict):
+                raise ValueError(f"{key} must be an object, not {type(value).__name__}")
         return cls(
             task=values["task"], model=ModelConfig.from_dict(values["model"]),
             sampler=SamplerConfig(tuple(int(f) for f in values["sampler"]["fanouts"]),
@@ -108,6 +122,7 @@ class BundleConfig:
                    for t, s in values["specs"].items()},
             ladders={t: BucketLadder.from_dict(v) for t, v in values["ladders"].items()},
             max_batch_size=int(values["max_batch_size"]), fingerprint=str(values["fingerprint"]),
+            **recorded,
             versions=dict(values.get("versions", {})), training=dict(values.get("training", {})),
             weights_sha256=str(values.get("weights_sha256", "")),
         )
@@ -143,18 +158,22 @@ def load_bundle(directory: Path, snapshot: GraphSnapshot, device: torch.device |
 
     Raises:
         BundleError: missing or corrupt files, a weights file that is not safetensors (a pickle,
-            say: it is never unpickled), weights that do not fit the config, or a snapshot whose
-            fingerprint or feature columns differ from the training snapshot.
+            say: it is never unpickled), weights that do not fit the config, a feature definition
+            that differs from this code's, or a snapshot whose feature columns or fingerprint differ
+            from the training snapshot's (the message names what differs).
     """
     directory = Path(directory)
     config = read_config(directory)
+    # Definitions first: they say what differs, where the fingerprint only says that something does.
+    problem = (code_mismatch(config.feature_definition)
+               or snapshot_mismatch(config.snapshot_schema, snapshot, snapshot.directory)
+               or specs_mismatch(config.specs, table_specs(snapshot), snapshot.directory))
+    if problem:
+        raise BundleError(f"{directory / CONFIG_FILE}: {problem}")
     if config.fingerprint != snapshot.fingerprint:
         raise BundleError(
             f"{directory / CONFIG_FILE}: trained on snapshot {config.fingerprint[:12]}, but "
             f"{snapshot.directory} is {snapshot.fingerprint[:12]}; retrain or use the matching snapshot")
-    if config.specs != table_specs(snapshot):
-        raise BundleError(
-            f"{directory / CONFIG_FILE}: feature columns differ from snapshot {snapshot.directory}")
     path = directory / WEIGHTS_FILE
     try:
         weights = path.read_bytes()

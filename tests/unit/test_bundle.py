@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from models.feature_definitions import snapshot_schema
 from models.graph.features import table_specs
 from models.graph.sampler import SamplerConfig, TemporalSampler
 from models.nn.config import ModelConfig
@@ -50,7 +51,8 @@ def _bundle_config(task: str, snapshot: GraphSnapshot) -> BundleConfig:
     serving = TemporalSampler(snapshot, SamplerConfig(SAMPLER.fanouts, "last"))
     return BundleConfig(task=task, model=SMALL_MODEL, sampler=SAMPLER, specs=table_specs(snapshot),
                         ladders={entity: fitted_ladder(snapshot, serving, entity, 4)}, max_batch_size=4,
-                        fingerprint=snapshot.fingerprint, training={"epochs": 1})
+                        fingerprint=snapshot.fingerprint, snapshot_schema=snapshot_schema(snapshot),
+                        training={"epochs": 1})
 
 
 @pytest.fixture(scope="module", params=["churn", "sales", "purchase"])

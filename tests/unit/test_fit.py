@@ -108,7 +108,7 @@ def test_rerun_reuses_the_snapshot_and_refuses_other_data(trained_artifacts: Pat
     other_snapshot = GraphSnapshot.build(load_tables(other, progress=False), tmp_path / "other_snapshot",
                                          progress=False)
     load_bundle(out / "churn", GraphSnapshot.open(out / SNAPSHOT_DIR))
-    with pytest.raises(BundleError, match="trained on snapshot"):
+    with pytest.raises(BundleError, match="has other feature columns than the bundle was trained on"):
         load_bundle(out / "churn", other_snapshot)
 
 

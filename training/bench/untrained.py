@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from models.cli import OneLineErrors
+from models.feature_definitions import snapshot_schema
 from models.graph.features import table_specs
 from models.graph.sampler import SamplerConfig, TemporalSampler
 from models.nn.model import TaskModel
@@ -39,7 +40,8 @@ def write_untrained(snapshot: GraphSnapshot, out: Path, task: str, max_batch_siz
     ladder = fitted_ladder(snapshot, sampler, entity_type, max_batch_size, seed)
     config = BundleConfig(task=task, model=model.config, sampler=sampler.config, specs=table_specs(snapshot),
                           ladders={entity_type: ladder}, max_batch_size=max_batch_size,
-                          fingerprint=snapshot.fingerprint, training={"untrained": True, "seed": seed})
+                          fingerprint=snapshot.fingerprint, snapshot_schema=snapshot_schema(snapshot),
+                          training={"untrained": True, "seed": seed})
     save_bundle(out / task, config, model)
     return out / task
 

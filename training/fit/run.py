@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from models.feature_definitions import snapshot_schema
 from models.graph.features import table_specs
 from models.graph.sampler import SamplerConfig, TemporalSampler
 from models.graph.temporal_features import mean_price
@@ -82,7 +83,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
                                  config.seed)
     bundle = BundleConfig(task=task, model=model.config, sampler=train_sampler.config,
                           specs=table_specs(snapshot), ladders={spec.entity_type: serve_ladder},
-                          max_batch_size=config.serve_batch_size, fingerprint=snapshot.fingerprint)
+                          max_batch_size=config.serve_batch_size, fingerprint=snapshot.fingerprint,
+                          snapshot_schema=snapshot_schema(snapshot))
     inference = TaskInference(bundle, model, snapshot, compile="none", device=distributed.device())
     columns = EntityColumns.from_snapshot(snapshot)
     clock = time.perf_counter()
