@@ -27,6 +27,8 @@ TRANSACTION_COLUMNS: tuple[str, ...] = ("t_dat", "customer_id", "article_id", "p
 
 CUSTOMER_ID_LEN = 64  # lowercase hex
 ARTICLE_ID_LEN = 10  # decimal digits, leading zero kept: an identifier, never an integer
+# Any other dataset's ids (see docs/dataset-spec.md): text of at most this many UTF-8 bytes.
+MAX_ID_BYTES = 128
 
 # Feature columns. Categorical values become codes 1..V (0 = missing or unseen); numeric
 # columns are standardised with a separate 0/1 "was missing" column beside each.
