@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 from torch import Tensor
-from tqdm import tqdm
 
+from models.progress import progress_bar
 from models.schema import ARTICLE, CUSTOMER, NODE_TYPES
 from models.store.csr import TemporalCSR, sort_edges
 from models.store.snapshot_files import (
@@ -170,7 +170,7 @@ class GraphSnapshot:
         _check_tables(nodes, tx)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / META_FILE).unlink(missing_ok=True)  # mark incomplete until the end
-        steps = tqdm(total=len(NODE_TYPES) + len(DIRECTIONS) + 2, desc="snapshot", disable=not progress)
+        steps = progress_bar(total=len(NODE_TYPES) + len(DIRECTIONS) + 2, desc="snapshot", enabled=progress)
         arrays: dict[str, np.ndarray] = {}
         for t, table in nodes.items():
             arrays |= _save(directory, _node_arrays(t, table))

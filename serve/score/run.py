@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import torch
-from tqdm import tqdm
 
 from models.files import atomic_open
+from models.progress import progress_bar
 from models.registry import TASKS
 from models.runtime.inference import InferenceResult, TaskInference
 from serve.score import FORMATS
@@ -105,7 +105,7 @@ def score_to_file(inference: TaskInference, path: Path, fmt: str = "csv", batch_
         path: the output file.
         fmt: ``"csv"`` or ``"parquet"``.
         batch_size: entities per :meth:`TaskInference.run`.
-        progress: a tqdm bar on stderr.
+        progress: a tqdm bar on stderr (only when it is a terminal).
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; use one of {FORMATS}")
@@ -113,8 +113,8 @@ def score_to_file(inference: TaskInference, path: Path, fmt: str = "csv", batch_
     total = inference.snapshot.num_nodes[inference.entity_type]
     unit = f" {inference.entity_type}s"
     start, rows, padding, runs = time.perf_counter(), 0, 0.0, 0
-    with atomic_open(path) as file, tqdm(total=total, desc=inference.task, unit=unit, unit_scale=True,
-                                         disable=not progress, smoothing=0.1) as bar:
+    with atomic_open(path) as file, progress_bar(total=total, desc=inference.task, unit=unit, unit_scale=True,
+                                                 enabled=progress, smoothing=0.1) as bar:
         sink = _Sink(file, builder.schema, fmt)
         for entity, result in batches(inference, batch_size):
             sink.write(builder(entity, result))

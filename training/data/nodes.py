@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
-from tqdm import tqdm
 
+from models.progress import progress_bar
 from models.schema import (
     ARTICLE_CATEGORICAL,
     ARTICLE_ID_LEN,
@@ -67,7 +67,7 @@ def read_node_table(data_dir: Path, spec: NodeFileSpec, progress: bool = True) -
     Args:
         data_dir: directory holding ``spec.file_name``.
         spec: :data:`CUSTOMERS` or :data:`ARTICLES`.
-        progress: show a tqdm bar (read, index, encode) on stderr.
+        progress: show a tqdm bar (read, index, encode) on stderr when it is a terminal.
 
     Raises:
         DataError: missing file or column, no rows, an empty, too long or repeated id,
@@ -78,7 +78,7 @@ def read_node_table(data_dir: Path, spec: NodeFileSpec, progress: bool = True) -
     types = {spec.id_column: pa.string()}
     types |= {c: pa.string() for c in spec.categorical} | {c: pa.float64() for c in spec.numeric}
     check_columns(path, header, tuple(types))
-    with tqdm(total=3, desc=spec.file_name, unit="step", disable=not progress) as bar:
+    with progress_bar(total=3, desc=spec.file_name, unit="step", enabled=progress) as bar:
         with located_errors(path, header):
             table = pa_csv.read_csv(path, read_options=read_options(), convert_options=convert_options(types))
         if table.num_rows == 0:

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
-from tqdm import tqdm
 
+from models.progress import progress_bar
 from models.schema import TRANSACTIONS_CSV
 from models.store.tables import NodeTable, Transactions
 from training.data.common import (
@@ -102,7 +102,7 @@ def read_transactions(
         articles: the loaded articles.
         strict: raise on rows naming an unknown id; if ``False`` drop those rows and
             report them in the returned :class:`UnknownReferences`.
-        progress: show a tqdm bar over the file's bytes on stderr.
+        progress: show a tqdm bar over the file's bytes on stderr when it is a terminal.
 
     Returns:
         The ``(T,)`` columns in file order, and what was unknown.
@@ -121,7 +121,7 @@ def read_transactions(
     source = pa.OSFile(str(path))
     # The bar follows the bytes read from disk, compressed or not.
     stream = pa.CompressedInputStream(source, "gzip") if is_gzip(path) else source
-    bar = tqdm(total=path.stat().st_size, desc=path.name, unit="B", unit_scale=True, disable=not progress)
+    bar = progress_bar(total=path.stat().st_size, desc=path.name, unit="B", unit_scale=True, enabled=progress)
     with source, bar, located_errors(path, header):
         reader = pa_csv.open_csv(stream, read_options=read_options(), convert_options=convert_options(_TYPES))
         for group, row_offset in _row_groups(reader, lambda: bar.update(source.tell() - bar.n)):

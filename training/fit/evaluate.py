@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 from torch import Tensor
-from tqdm import tqdm
 
+from models.progress import progress_bar
 from models.runtime.inference import TaskInference
 from models.store.tables import Transactions
 from training.tasks.baselines import BASELINES
@@ -30,8 +30,8 @@ def table_batches(inference: TaskInference, table: TaskTable, batch_size: int, p
                   desc: str) -> Iterator[tuple[Tensor, Tensor | None]]:
     """Row positions of ``table`` in batches of one seed time each, with the purchase article keys
     of that time (``None`` for other tasks), under a progress bar of rows scored."""
-    bar = tqdm(total=len(table), desc=desc or f"{inference.task} evaluation", unit="row", leave=False,
-               disable=not progress or len(table) <= 4 * batch_size, dynamic_ncols=True)
+    bar = progress_bar(total=len(table), desc=desc or f"{inference.task} evaluation", unit="row", leave=False,
+                       enabled=progress and len(table) > 4 * batch_size, dynamic_ncols=True)
     for time in np.unique(table.seed_time):
         rows = np.flatnonzero(table.seed_time == time)
         keys = inference.compute_article_keys(int(time)) if TASKS[inference.task].ranks else None

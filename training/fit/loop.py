@@ -9,14 +9,16 @@ summed there, and the host reads the sum once per epoch.
 from __future__ import annotations
 
 import math
+import sys
+import time
 from dataclasses import dataclass
 
 import torch
-from tqdm import tqdm
 
 from models.graph.buckets import BucketLadder
 from models.nn.inputs import ModelInputs
 from models.nn.model import TaskModel
+from models.progress import on_terminal, progress_bar
 from models.runtime.compile import CompileConfig, compiled_graph_count
 from models.runtime.train_step import TrainStep, tensor_lr_adam
 from models.schema import ARTICLE
@@ -74,7 +76,7 @@ class Trainer:
         epochs: number of epochs (for the progress bars).
         weight_decay: Adam weight decay.
         compile: ``none``, ``dynamic`` or ``buckets`` (ladders fitted on training batches).
-        progress: one tqdm bar per epoch on stderr.
+        progress: one tqdm bar per epoch on stderr when it is a terminal, else one line per epoch.
     """
 
     def __init__(self, model: TaskModel, batches: TrainBatches, schedule: LRSchedule, epochs: int,
@@ -95,8 +97,9 @@ class Trainer:
         """Train one epoch; returns its mean loss (the one host sync of the epoch)."""
         graphs_before = compiled_graph_count()
         total = torch.zeros((), device=self.step.device)
-        bar = tqdm(self.batches, desc=f"{self.model.task} epoch {epoch + 1}/{self.epochs}", unit="step",
-                   disable=not self.progress, leave=True, dynamic_ncols=True)
+        desc, started = f"{self.model.task} epoch {epoch + 1}/{self.epochs}", time.perf_counter()
+        bar = progress_bar(self.batches, desc=desc, unit="step", enabled=self.progress, leave=True,
+                           dynamic_ncols=True)
         for batch in bar:
             for group in self.optimizer.param_groups:
                 group["lr"].fill_(self.schedule(self.steps_done))
@@ -105,5 +108,10 @@ class Trainer:
         mean_loss = float(distributed.mean(total)) / max(1, len(self.batches))
         bar.set_postfix(loss=f"{mean_loss:.4f}")
         bar.close()
+        if self.progress and not on_terminal():  # what the bar would have ended on, as one line
+            seconds = time.perf_counter() - started
+            print(f"{desc}: {len(self.batches)} steps in {seconds:.1f} s "
+                  f"({len(self.batches) / max(seconds, 1e-9):.2f} steps/s), loss {mean_loss:.4f}",
+                  file=sys.stderr, flush=True)
         self.graphs_per_epoch.append(compiled_graph_count() - graphs_before)
         return mean_loss

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
+from models.progress import progress_bar
 from models.schema import ARTICLE_COLUMNS, CUSTOMER_COLUMNS, TRANSACTION_COLUMNS
 from training.synth.catalog import Catalog
 from training.synth.csv_format import (
@@ -124,5 +124,6 @@ def write_transactions(
             channels[purchases.channel[a:b]],
         ]
 
-    with tqdm(total=len(purchases), desc="writing", unit="row", unit_scale=True, disable=not progress) as bar:
+    bar = progress_bar(total=len(purchases), desc="writing", unit="row", unit_scale=True, enabled=progress)
+    with bar:
         write_csv(path, TRANSACTION_COLUMNS, len(purchases), chunk, on_chunk=bar.update)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm import tqdm
 
+from models.progress import progress_bar
 from training.synth.basket import PurchaseHistory, Shelves, pick_articles, price_units
 from training.synth.catalog import Catalog
 from training.synth.customers import Behaviour, Shoppers, Tastes
@@ -58,7 +58,7 @@ def simulate(
     history = PurchaseHistory.empty(len(shoppers.rate))
     churn_effect = np.array([d.churn_effect for d in DEPARTMENTS])[catalog.department]
     days: list[tuple[np.ndarray, ...]] = []
-    for day in tqdm(range(num_days), desc="simulating", unit="day", disable=not progress):
+    for day in progress_bar(range(num_days), desc="simulating", unit="day", enabled=progress):
         visitors = clock.due(day)
         if len(visitors) == 0:
             continue
