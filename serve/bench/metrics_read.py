@@ -1,4 +1,8 @@
-"""Read a running server's ``/metrics`` and turn two scrapes into per-task figures (benchmarks)."""
+"""Read a server's ``/metrics`` text, and turn two scrapes into per-task figures (benchmarks, tests).
+
+The one parser of the Prometheus text format in the benchmarks, the load test and the tests:
+prometheus_client's own, into a flat ``{(sample name, sorted label items): value}``.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +12,34 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+Labels = tuple[tuple[str, str], ...]
+Samples = dict[tuple[str, Labels], float]
 
 
-def scrape(url: str) -> Samples:
-    """``{(sample name, sorted label items): value}`` of ``GET url/metrics``."""
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
-        text = response.read().decode()
+def parse(text: str) -> Samples:
+    """``{(sample name, sorted label items): value}`` of a Prometheus text exposition."""
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
+def scrape(url: str) -> Samples:
+    """:func:`parse` of ``GET url/metrics`` (``url``: ``http://host:port``)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as response:
+        return parse(response.read().decode())
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    """The sample ``name{labels}`` (exactly those labels); 0 when the series does not exist (yet)."""
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def series(samples: Samples, name: str) -> dict[Labels, float]:
+    """Every series of sample ``name``: ``{sorted label items: value}``."""
+    return {labels: v for (sample, labels), v in samples.items() if sample == name}
+
+
 def _delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
-    key = (name, tuple(sorted(labels.items())))
-    return after.get(key, 0.0) - before.get(key, 0.0)
+    return value(after, name, **labels) - value(before, name, **labels)
 
 
 def histogram_quantile(before: Samples, after: Samples, name: str, q: float, **labels: str) -> float:
@@ -48,6 +66,7 @@ class TaskStats:
 
 
 def task_stats(before: Samples, after: Samples) -> dict[str, TaskStats]:
+    """Per task that formed batches by the second scrape: its :class:`TaskStats` between the two."""
     tasks = sorted({dict(k[1])["task"] for k in after if k[0] == "relserve_batch_size_count"})
     out = {}
     for task in tasks:

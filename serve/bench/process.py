@@ -20,6 +20,8 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
+from serve.bench.proc import command_line, is_spawned_child, start_tick, state
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -99,9 +101,37 @@ class ServerProcess:
             if not entry.isdigit():
                 continue
             with contextlib.suppress(OSError):
-                if os.getpgid(int(entry)) == self.proc.pid and _state(int(entry)) != "Z":
+                if os.getpgid(int(entry)) == self.proc.pid and state(int(entry)) != "Z":
                     pids.append(int(entry))
         return sorted(pids)
+
+    def worker_pids(self) -> list[int]:
+        """The inference workers (spawned, where the rest is forked), oldest first: LitServe starts
+        them in task order, a task's workers one after another."""
+        return sorted((pid for pid in self.group_pids() if is_spawned_child(pid)), key=start_tick)
+
+    def roles(self, tasks: list[str]) -> dict[int, str]:
+        """Each process of the group by role: main, manager, worker:<task>[#i], api-server, tracker.
+
+        LitServe forks its Manager, spawns the workers in task order, then forks the API servers.
+        """
+        roles, forked = {self.proc.pid: "main"}, []
+        workers = self.worker_pids()
+        for pid in self.group_pids():
+            if pid == self.proc.pid or pid in workers:
+                continue
+            if b"resource_tracker" in command_line(pid):
+                roles[pid] = "tracker"
+            else:
+                forked.append(pid)
+        per_task = max(1, len(workers) // len(tasks))
+        for i, pid in enumerate(workers):
+            task = tasks[min(i // per_task, len(tasks) - 1)]
+            roles[pid] = f"worker:{task}" + (f"#{i % per_task}" if per_task > 1 else "")
+        first_worker = start_tick(workers[0]) if workers else 0
+        for pid in sorted(forked, key=start_tick):
+            roles[pid] = "manager" if start_tick(pid) <= first_worker else "api-server"
+        return roles
 
     def terminate(self, timeout: float = 60.0) -> int | None:
         """SIGTERM to the main process only (what a container runtime sends); its exit status."""
@@ -130,8 +160,3 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]

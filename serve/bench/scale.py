@@ -4,59 +4,35 @@
 (``--tasks X``, one worker) from each artifacts directory in turn, so every size sees the same
 machine load within minutes. Per task and size: ``/health`` 200 cold (bundle compile cache
 emptied, empty Inductor cache; that start saves fresh artifacts) and warm (the same copy again,
-empty Inductor cache); the worker's ``setup()`` seconds from ``/metrics``; the worker's memory from
-``/proc/PID/smaps``: resident in total, resident pages of the snapshot files (shared by every
-process that maps them), the rest (anonymous and other private pages, what each further worker
-adds), and PSS; then keep-alive clients for ``--seconds`` at each ``--clients`` level.
+empty Inductor cache); the worker's ``setup()`` seconds from ``/metrics``; the worker's memory
+(:func:`serve.bench.proc.memory`): resident in total, resident pages of the snapshot files (shared
+by every process that maps them), the rest (anonymous and other private pages, what each further
+worker adds), and PSS; then keep-alive clients for ``--seconds`` at each ``--clients`` level.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
-import urllib.request
 from pathlib import Path
 
+from models.registry import TASK_NAMES, TASKS
 from models.store.snapshot import GraphSnapshot
 from serve.bench.load import run_load
+from serve.bench.metrics_read import scrape, series
+from serve.bench.proc import memory
 from serve.bench.process import ServerProcess
-from serve.bench.soak import server_roles
 from serve.bench.workload import copy_without_compile_cache, request_bodies
 from serve.bundles import ArtifactsError, find_bundles
 
 PROG = "python -m serve.bench.scale"
 
 
-def mapped_memory(pid: int, snapshot_dir: Path) -> dict[str, float]:
-    """MiB: ``rss``, ``snapshot`` (resident pages of files in ``snapshot_dir``), ``private``
-    (``rss - snapshot``), ``anon`` and ``pss`` of a live process, from ``/proc/PID/smaps``."""
-    snapshot_root = str(snapshot_dir.resolve())
-    totals = {"rss": 0, "snapshot": 0, "anon": 0, "pss": 0}
-    in_snapshot = False
-    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
-        head = line.split()
-        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
-            in_snapshot = len(head) >= 6 and head[5].startswith(snapshot_root)
-        elif head and head[0] in ("Rss:", "Pss:", "Anonymous:"):
-            kib = int(head[1])
-            key = {"Rss:": "rss", "Pss:": "pss", "Anonymous:": "anon"}[head[0]]
-            totals[key] += kib
-            if key == "rss" and in_snapshot:
-                totals["snapshot"] += kib
-    mib = {k: v / 1024 for k, v in totals.items()}
-    mib["private"] = mib["rss"] - mib["snapshot"]
-    return mib
-
-
-def setup_seconds(url: str) -> float | None:
-    """``relserve_warmup_seconds`` from ``/metrics`` (the worker's ``setup()``)."""
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
-        text = response.read().decode()
-    match = re.search(r"^relserve_warmup_seconds(?:\{[^}]*\})? ([0-9.eE+-]+)$", text, re.MULTILINE)
-    return float(match.group(1)) if match else None
+def setup_seconds(url: str, task: str) -> float | None:
+    """``relserve_warmup_seconds`` of ``task`` from ``/metrics`` (the worker's ``setup()``)."""
+    return series(scrape(url), "relserve_warmup_seconds").get((("task", task),))
 
 
 def measure(name: str, artifacts: Path, task: str, clients: list[int], seconds: float, scratch: Path,
@@ -72,16 +48,15 @@ def measure(name: str, artifacts: Path, task: str, clients: list[int], seconds: 
                                log_path=scratch / f"{name}-{task}-{start}.log")
         with server:
             row[f"ready_{start}_s"] = server.wait_ready(timeout=1800)
-            row[f"setup_{start}_s"] = setup_seconds(server.url)
+            row[f"setup_{start}_s"] = setup_seconds(server.url, task)
             if start == "warm":
-                roles = server_roles(server, [task])
-                worker = next(pid for pid, role in roles.items() if role.startswith("worker"))
-                row["worker_mib"] = mapped_memory(worker, artifacts / "snapshot")
+                worker = server.worker_pids()[0]
+                row["worker_mib"] = memory(worker, artifacts / "snapshot")
                 row["load"] = []
                 for n in clients:
-                    summary = run_load(server.url, f"/predict/{task}", bodies, n, seconds).summary()
+                    summary = run_load(server.url, TASKS[task].path, bodies, n, seconds).summary()
                     row["load"].append({"clients": n, **summary})
-                row["worker_mib_after_load"] = mapped_memory(worker, artifacts / "snapshot")
+                row["worker_mib_after_load"] = memory(worker, artifacts / "snapshot")
         print(f"  {name} {task} {start}: ready {row[f'ready_{start}_s']:.1f}s", file=sys.stderr, flush=True)
     return row
 
@@ -110,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--artifacts", type=_named, action="append", required=True, metavar="NAME=DIR",
                         help="repeat: each artifacts directory, measured in this order per task")
-    parser.add_argument("--tasks", default="churn,sales,purchase")
+    parser.add_argument("--tasks", default=",".join(TASK_NAMES))
     parser.add_argument("--clients", default="1,32")
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--json", type=Path, default=None)

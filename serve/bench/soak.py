@@ -3,11 +3,11 @@
 ``python -m serve.bench.soak --artifacts ARTIFACTS --minutes 10`` starts ``python -m serve`` on a copy
 of the bundles (snapshot linked, compile caches left out, so nothing in ARTIFACTS is written),
 drives every endpoint with closed-loop clients (:func:`serve.bench.load.run_load`, known ids as
-in ``serve.bench``), and after a warm-up samples the resident memory (``VmRSS``, and ``RssAnon``,
-the heap part where leaks show, and ``Pss``) of each server process every few seconds. It prints the samples,
-a per-process table and a JSON summary, and exits 1 if a process grew by more than both
-``--max-growth-mib`` and ``--max-growth-pct``, a process died, a request failed, or the server
-did not stop cleanly. Linux only (reads ``/proc``).
+in ``serve.bench``), and after a warm-up samples the memory of each server process every few
+seconds (:func:`serve.bench.proc.memory`: RSS, its anonymous part, the heap where leaks show, and
+PSS). It prints the samples, a per-process table and a JSON summary, and exits 1 if a process grew
+by more than both ``--max-growth-mib`` and ``--max-growth-pct``, a process died, a request failed,
+or the server did not stop cleanly. Linux only (reads ``/proc``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from models.registry import TASKS
 from models.store.snapshot import GraphSnapshot
 from serve.bench.load import LoadResult, run_load
+from serve.bench.proc import memory
 from serve.bench.process import ServerProcess
 from serve.bench.workload import copy_without_compile_cache, request_bodies
 from serve.bundles import ArtifactsError, find_bundles
@@ -32,59 +34,8 @@ from serve.bundles import ArtifactsError, find_bundles
 PROG = "python -m serve.bench.soak"
 
 
-def _kib_fields(path: Path) -> dict[str, int]:
-    fields = {}
-    for line in path.read_text().splitlines():
-        name, _, value = line.partition(":")
-        if value.strip().endswith("kB"):
-            fields[name] = int(value.split()[0])
-    return fields
-
-
-def memory(pid: int) -> dict[str, float] | None:
-    """``{"rss", "anon", "pss"}`` in MiB for a live process, ``None`` once it is gone.
-
-    RSS counts pages shared with other processes in full (the forked Manager and API servers
-    share the main process's copy-on-write pages); PSS splits shared pages among their users.
-    """
-    try:
-        status = _kib_fields(Path(f"/proc/{pid}/status"))
-        rollup = _kib_fields(Path(f"/proc/{pid}/smaps_rollup"))
-    except OSError:
-        return None
-    return {"rss": status["VmRSS"] / 1024, "anon": status["RssAnon"] / 1024, "pss": rollup["Pss"] / 1024}
-
-
-def _start_tick(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-
-
-def server_roles(server: ServerProcess, tasks: list[str]) -> dict[int, str]:
-    """Each process of the server's group by role: main, manager, worker:<task>, api-server, tracker.
-
-    LitServe forks its Manager, spawns the workers in task order, then forks the API servers.
-    """
-    roles, forked, workers = {server.proc.pid: "main"}, [], []
-    for pid in server.group_pids():
-        if pid == server.proc.pid:
-            continue
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        if b"resource_tracker" in cmdline:
-            roles[pid] = "tracker"
-        else:
-            (workers if b"spawn_main" in cmdline else forked).append(pid)
-    workers.sort(key=_start_tick)
-    per_task = max(1, len(workers) // len(tasks))  # LitServe starts a task's workers one after another
-    for i, pid in enumerate(workers):
-        task = tasks[min(i // per_task, len(tasks) - 1)]
-        roles[pid] = f"worker:{task}" + (f"#{i % per_task}" if per_task > 1 else "")
-    first_worker = _start_tick(workers[0]) if workers else 0
-    for pid in sorted(forked, key=_start_tick):
-        roles[pid] = "manager" if _start_tick(pid) <= first_worker else "api-server"
-    return roles
-
-
 def sample(roles: dict[int, str]) -> dict[str, dict[str, float] | None]:
+    """Each process's :func:`serve.bench.proc.memory` by ``role(pid)``."""
     return {f"{role}({pid})": memory(pid) for pid, role in roles.items()}
 
 
@@ -95,7 +46,7 @@ def drive(url: str, bodies: dict[str, list[dict]], clients: int, seconds: float,
     per_task = max(1, clients // len(bodies))
 
     def one(task: str) -> None:
-        results[task] = run_load(url, f"/predict/{task}", bodies[task], per_task, seconds, warmup_s)
+        results[task] = run_load(url, TASKS[task].path, bodies[task], per_task, seconds, warmup_s)
 
     threads = [threading.Thread(target=one, args=(task,), daemon=True) for task in bodies]
     for thread in threads:
@@ -166,7 +117,7 @@ def soak(args: argparse.Namespace, scratch: Path) -> dict:
     server_exit = None
     try:
         server.wait_ready(timeout=1800)
-        roles = server_roles(server, tasks)
+        roles = server.roles(tasks)
         measured = args.minutes * 60
         threads, results = drive(server.url, bodies, args.clients, measured, args.warmup)
         time.sleep(args.warmup)

@@ -98,21 +98,10 @@ def test_a_flood_past_max_queue_gets_fast_503s_with_retry_after_then_recovers(sm
     assert http_status(small_server.url + "/health") == 200
 
 
-def start_time(pid: int) -> int:
-    """Field 22 of /proc/<pid>/stat: clock ticks from boot to the process's start."""
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-
-
-def inference_workers(server: ServerProcess) -> list[int]:
-    """The spawned inference workers, oldest first (LitServe starts them in task order)."""
-    pids = [pid for pid in server.group_pids() if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-    return sorted(pids, key=start_time)
-
-
 def test_a_killed_worker_costs_only_its_batch_a_504_while_the_server_keeps_answering(small_server, snapshot):
     churn = {"customer_id": snapshot.ids[CUSTOMER][1].decode()}
     sales = {"article_id": snapshot.ids[ARTICLE][1].decode()}
-    churn_worker = inference_workers(small_server)[0]
+    churn_worker = small_server.worker_pids()[0]
     lost: dict[str, tuple[requests.Response, float]] = {}
     held = threading.Thread(target=lambda: lost.update(churn=predict(small_server, "churn", churn)))
     held.start()
@@ -134,14 +123,14 @@ def test_a_killed_worker_costs_only_its_batch_a_504_while_the_server_keeps_answe
     assert response.status_code == 504 and "no answer within" in response.json()["detail"]
     assert seconds >= DEADLINE_S - 0.5  # the deadline, not an earlier failure, answered it
     assert predict(small_server, "churn", churn)[0].status_code == 200
-    assert churn_worker not in inference_workers(small_server)
+    assert churn_worker not in small_server.worker_pids()
 
 
 def test_sigterm_during_start_up_exits_0_and_leaves_no_process(artifacts, tmp_path):
     # Compiling can take minutes; a stop must not wait for it, nor leave the workers behind.
     with ServerProcess(artifacts, "--tasks", "churn", "--max-batch-size", "8", log_path=tmp_path / "serve.log"
                        ) as starting:
-        wait_for(lambda: inference_workers(starting), "inference worker")
+        wait_for(starting.worker_pids, "inference worker")
         assert http_status(starting.url + "/health") != 200, starting.log()
         assert starting.terminate(timeout=60) == 0, starting.log()[-2000:]
         wait_for(lambda: starting.group_pids() == [], "empty process group")

@@ -13,7 +13,7 @@ from models.registry import TASKS
 from models.runtime.bundle import load_bundle, read_config
 from models.runtime.inference import TaskInference
 from models.store.snapshot import GraphSnapshot
-from serve.bench.scale import mapped_memory
+from serve.bench.proc import memory
 from training.bench.untrained import main as untrained_main
 from training.synth.tables import SyntheticSize, synthetic_tables
 
@@ -45,13 +45,13 @@ def test_untrained_rejects_unknown_task(artifacts: Path, capsys: pytest.CaptureF
     assert "unknown nope" in capsys.readouterr().err
 
 
-def test_mapped_memory_counts_touched_snapshot_pages(tmp_path: Path) -> None:
+def test_memory_counts_touched_snapshot_pages(tmp_path: Path) -> None:
     snapshot_dir = tmp_path / "snap"
     snapshot_dir.mkdir()
     np.save(snapshot_dir / "big.npy", np.ones(4 << 20, dtype=np.float32))  # 16 MiB
-    before = mapped_memory(os.getpid(), snapshot_dir)
+    before = memory(os.getpid(), snapshot_dir)
     mapped = np.load(snapshot_dir / "big.npy", mmap_mode="r")
     assert float(mapped.sum()) == 4 << 20  # touches every page
-    after = mapped_memory(os.getpid(), snapshot_dir)
+    after = memory(os.getpid(), snapshot_dir)
     assert before["snapshot"] < 1 and after["snapshot"] >= 15
     assert after["private"] == pytest.approx(after["rss"] - after["snapshot"])
