@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -19,10 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import requests
 
 from models.runtime.bundle import CACHE_DIR, SNAPSHOT_DIR
 from models.runtime.compile_cache import unseal
+from serve.bench.metrics_read import scrape, series
 from serve.bench.process import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -42,12 +41,8 @@ def bundle_copy(artifacts: Path, out: Path) -> Path:
 
 def cache_results(server: ServerProcess) -> dict[str, float]:
     """``relserve_compile_cache_total`` of the task, by result."""
-    text = requests.get(server.url + "/metrics", timeout=30).text
-    found = {}
-    for line in text.splitlines():
-        if line.startswith("relserve_compile_cache_total{") and f'task="{TASK}"' in line:
-            found[re.search(r'result="(\w+)"', line).group(1)] = float(line.rsplit(" ", 1)[1])
-    return found
+    found = series(scrape(server.url), "relserve_compile_cache_total")
+    return {dict(labels)["result"]: v for labels, v in found.items() if dict(labels)["task"] == TASK}
 
 
 def read_only(directory: Path, server: ServerProcess) -> None:

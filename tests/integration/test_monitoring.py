@@ -12,7 +12,6 @@ import json
 import math
 import os
 import random
-import re
 import shutil
 import subprocess
 import threading
@@ -27,6 +26,7 @@ import requests
 from loadtest.dashboard import DASHBOARD_PATH, render
 from loadtest.id_pool import IdPool
 from loadtest.traffic import TASK_PATHS, Traffic, answer_problem
+from serve.bench.metrics_read import scrape, series
 from serve.bench.process import ServerProcess, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -164,8 +164,7 @@ def send_traffic(server: ServerProcess, traffic: Traffic, seconds: float, client
 
 
 def served_total(server: ServerProcess) -> float:
-    text = requests.get(server.url + "/metrics", timeout=10).text
-    return sum(float(v) for v in re.findall(r"^relserve_requests_total\{[^}]*\} (\S+)$", text, re.MULTILINE))
+    return sum(series(scrape(server.url), "relserve_requests_total").values())
 
 
 @pytest.mark.slow

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import pickle
-import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from models.runtime.bundle import CACHE_DIR, CONFIG_FILE, SNAPSHOT_DIR, WEIGHTS_
 from models.runtime.compile_cache import seal, unseal
 from models.schema import ARTICLE, CUSTOMER
 from models.store.snapshot_files import META_FILE
+from serve.bench.metrics_read import scrape, value
 from serve.bench.process import ServerProcess, free_port
 from serve.bundles import ArtifactsError, check_bundles, find_bundles
 
@@ -190,10 +190,9 @@ def test_a_corrupt_or_foreign_compile_cache_is_a_miss_and_the_server_still_start
                              timeout=30).status_code == 200
         assert requests.post(started.url + "/predict/sales", json={"article_id": article},
                              timeout=30).status_code == 200
-        metrics = requests.get(started.url + "/metrics", timeout=30).text
+        metrics = scrape(started.url)
     for task in ("churn", "sales"):
-        assert re.search(rf'relserve_compile_cache_total{{result="miss",task="{task}"}} 1\.0', metrics) or \
-            re.search(rf'relserve_compile_cache_total{{task="{task}",result="miss"}} 1\.0', metrics), metrics
+        assert value(metrics, "relserve_compile_cache_total", task=task, result="miss") == 1, metrics
     log = started.log()
     assert f"compile cache miss: {corrupt} does not match the sha256 recorded" in log, log[-3000:]
     assert f"compile cache miss: {foreign} was built for" in log, log[-3000:]

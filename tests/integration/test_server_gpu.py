@@ -8,6 +8,7 @@ import torch
 
 from models.runtime.inference import TaskInference
 from models.schema import CUSTOMER
+from serve.bench.metrics_read import scrape, value
 from serve.bench.process import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.gpu,
@@ -27,6 +28,7 @@ def test_cuda_graphs_server_matches_cpu_and_never_recompiles(artifacts, snapshot
             assert answer["churn_probability"] == pytest.approx(probability, abs=1e-3)
             ranked = requests.post(gpu.url + "/predict/purchase", json=body, timeout=30)
             assert ranked.status_code == 200 and len(ranked.json()["articles"]) == 12
-        metrics = requests.get(gpu.url + "/metrics", timeout=10).text
-        assert 'relserve_recompiles_total{task="churn"} 0.0' in metrics
-        assert 'relserve_recompiles_total{task="purchase"} 0.0' in metrics
+        metrics = scrape(gpu.url)
+        for task in ("churn", "purchase"):
+            assert ("relserve_recompiles_total", (("task", task),)) in metrics, metrics
+            assert value(metrics, "relserve_recompiles_total", task=task) == 0

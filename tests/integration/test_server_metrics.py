@@ -6,9 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from prometheus_client.parser import text_string_to_metric_families
 
 from models.schema import ARTICLE, CUSTOMER
+from serve.bench.metrics_read import scrape, series, value
 from serve.bench.process import ServerProcess
 from serve.metrics import REJECT_REASONS, STATUSES
 
@@ -16,20 +16,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TASKS = ("churn", "sales", "purchase")
 BURSTS = (1, 2, 3, 5, 8, 13, 16, 21, 32)
-
-
-def scrape(server) -> dict[str, dict[tuple, float]]:
-    """``{sample name: {sorted label items: value}}``."""
-    text = requests.get(server.url + "/metrics", timeout=10).text
-    samples: dict[str, dict[tuple, float]] = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            samples.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
-    return samples
-
-
-def value(samples, name: str, **labels: str) -> float:
-    return samples.get(name, {}).get(tuple(sorted(labels.items())), 0.0)
 
 
 def burst(server, snapshot, size: int, offset: int) -> list[int]:
@@ -55,23 +41,23 @@ def test_zero_recompiles_after_a_varied_burst(server, snapshot):
     for n, size in enumerate(BURSTS):
         statuses += burst(server, snapshot, size, offset=n * 31)
     assert set(statuses) <= {200, 404}, statuses
-    samples = scrape(server)
+    samples = scrape(server.url)
     for task in TASKS:
         assert value(samples, "relserve_recompiles_total", task=task) == 0
-    used = {labels for labels in samples["relserve_bucket_total"]}
+    used = set(series(samples, "relserve_bucket_total"))
     assert len(used) > len(TASKS), f"the burst should have used several buckets per task, got {used}"
 
 
 def test_every_metric_is_exported_per_task(server, post, snapshot):
     post("churn", {"customer_id": snapshot.ids[CUSTOMER][0].decode()})
     post("churn", {"customer_id": "f" * 64})
-    samples = scrape(server)
+    samples = scrape(server.url)
     for task in TASKS:
         assert value(samples, "relserve_warmup_seconds", task=task) > 0
         assert value(samples, "relserve_batch_size_count", task=task) > 0
         assert value(samples, "relserve_padding_ratio_count", task=task) > 0
-        assert (("task", task),) in samples["relserve_inflight_requests"]
-        assert (("task", task),) in samples["relserve_queue_depth"]
+        assert (("task", task),) in series(samples, "relserve_inflight_requests")
+        assert (("task", task),) in series(samples, "relserve_queue_depth")
         cache = [value(samples, "relserve_compile_cache_total", task=task, result=r) for r in ("hit", "miss")]
         assert sum(cache) >= 1
     for stage in ("sample", "forward"):
@@ -87,12 +73,13 @@ def test_a_fresh_server_exports_every_request_series_at_zero(artifacts, tmp_path
     with ServerProcess(artifacts, "--tasks", "churn,sales", "--compile", "none",
                        log_path=tmp_path / "serve.log") as fresh:
         fresh.wait_ready(timeout=300)
-        samples = scrape(fresh)
+        samples = scrape(fresh.url)
     for task in ("churn", "sales"):
         for reason in REJECT_REASONS:
-            assert samples["relserve_rejected_total"][(("reason", reason), ("task", task))] == 0
+            assert samples[("relserve_rejected_total", (("reason", reason), ("task", task)))] == 0
         for status in STATUSES:
             labels = (("status", str(status)), ("task", task))
-            assert samples["relserve_requests_total"][labels] == 0
-            assert samples["relserve_request_duration_seconds_count"][labels] == 0
-    assert not any(dict(labels)["task"] == "purchase" for labels in samples["relserve_rejected_total"])
+            assert samples[("relserve_requests_total", labels)] == 0
+            assert samples[("relserve_request_duration_seconds_count", labels)] == 0
+    rejected = series(samples, "relserve_rejected_total")
+    assert not any(dict(labels)["task"] == "purchase" for labels in rejected)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
-import requests
-
+from serve.bench.metrics_read import scrape, value
 from serve.bench.process import ServerProcess
 
 T = TypeVar("T")
@@ -29,9 +27,4 @@ def wait_for(condition: Callable[[], T], what: str, timeout: float = 120.0) -> T
 
 def metric(server: ServerProcess, name: str, **labels: str) -> float:
     """The value of series ``name{labels}`` on ``/metrics`` (0 when the series does not exist yet)."""
-    text = requests.get(server.url + "/metrics", timeout=30).text
-    for line in text.splitlines():
-        match = re.fullmatch(rf"{name}{{(.*)}} (\S+)", line)
-        if match and dict(re.findall(r'(\w+)="([^"]*)"', match[1])) == labels:
-            return float(match[2])
-    return 0.0
+    return value(scrape(server.url), name, **labels)

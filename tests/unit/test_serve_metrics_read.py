@@ -5,16 +5,13 @@ from __future__ import annotations
 import math
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
-from serve.bench.metrics_read import histogram_quantile, task_stats
+from serve.bench.metrics_read import histogram_quantile, parse, task_stats
 from serve.metrics import RequestMetrics, WorkerMetrics
 
 
 def samples(registry: CollectorRegistry) -> dict:
-    text = generate_latest(registry).decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return parse(generate_latest(registry).decode())
 
 
 def test_two_scrapes_give_batches_queueing_model_and_server_time_per_task():
