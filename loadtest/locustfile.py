@@ -1,4 +1,4 @@
-"""Locust users of the relserve API: a purchase-heavy mix over Zipf-popular ids, with a few bad requests.
+"""Locust users of the relserve API: the registry's traffic mix of Zipf-popular ids, a few bad requests.
 
 Run headless through ``python -m loadtest.run`` (which starts the server and writes the report),
 or with Locust itself, e.g. for its web UI::

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.record import PERCENTILES, TASKS
+from models.registry import TASKS as TASK_SPECS
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -29,7 +30,7 @@ def _json_safe(value: Any) -> Any:
 
 def endpoint_rows(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """``(endpoint, stats)`` per endpoint, then ``("total", stats)``."""
-    return [*((f"/predict/{t}", summary["endpoints"][t]) for t in TASKS), ("total", summary["total"])]
+    return [*((TASK_SPECS[t].path, summary["endpoints"][t]) for t in TASKS), ("total", summary["total"])]
 
 
 def write_report(out: Path, summary: dict[str, Any], timeline: list[dict[str, float]]) -> list[Path]:
@@ -70,7 +71,7 @@ def plot_timeline(timeline: list[dict[str, float]], summary: dict[str, Any], pat
     latency.set_title(f"relserve under load: {total['rps']:.0f} req/s, p50 {total['p50_ms']} ms, "
                       f"p99 {total['p99_ms']} ms, {summary['unexpected_failures']} failures")
     stacked = [[row[f"{t}_rps"] for row in timeline] for t in TASKS]
-    throughput.stackplot(seconds, *stacked, labels=[f"/predict/{t}" for t in TASKS], alpha=0.8)
+    throughput.stackplot(seconds, *stacked, labels=[TASK_SPECS[t].path for t in TASKS], alpha=0.8)
     throughput.plot(seconds, [row["expected_4xx"] for row in timeline], "k-", lw=1, label="expected 4xx")
     throughput.plot(seconds, [row["failures"] for row in timeline], "r-", lw=1.5, label="failures")
     throughput.set_ylabel("requests / s")

@@ -26,7 +26,7 @@ RANKING_TASKS = tuple(name for name, spec in TASKS.items() if spec.ranks)
 JSON = "application/json"
 DEFAULT_BAD_SHARE = 0.03
 # Most shoppers ask for the default list; a few page further or ask for a short one.
-PURCHASE_KS = (DEFAULT_K, DEFAULT_K, DEFAULT_K, DEFAULT_K, 5, 24, MAX_K)
+RANKED_KS = (DEFAULT_K, DEFAULT_K, DEFAULT_K, DEFAULT_K, 5, 24, MAX_K)
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,12 @@ class PlannedRequest:
     """One request to send.
 
     Args:
-        task: ``churn``, ``sales`` or ``purchase``.
+        task: a task name of the registry.
         body: the raw request body.
         expected: the status a correct server answers (200, or the 4xx of a bad request).
         kind: ``ok`` or what is wrong with the request (``unknown id``, ``k out of range``, ...).
         content_type: the ``Content-Type`` header.
-        k: the purchase list length asked for (0 for other tasks).
+        k: the ranked list length asked for (0 for a task answering one number).
     """
 
     task: str
@@ -168,7 +168,7 @@ class Traffic:
         body: dict[str, object] = {ID_FIELDS[task]: self.served_id(task, rng)}
         k = 0
         if TASKS[task].ranks:
-            k = body["k"] = rng.choice(PURCHASE_KS)
+            k = body["k"] = rng.choice(RANKED_KS)
         return PlannedRequest(task, _json(body), k=k)
 
     def bad(self, task: str, rng: random.Random, kind: str | None = None) -> PlannedRequest:

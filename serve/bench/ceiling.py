@@ -9,8 +9,8 @@ default / noop is the share the model and the server's own work cost), **default
 side by side (idle ones cost no CPU: their workers block on their queues); stock is started only
 for its own runs, because LitServe's stock batched loop spins on its queue when idle.
 
-For each traffic (the 50 % purchase / 30 % churn / 20 % sales mix of known
-ids, then each endpoint alone) and each number of clients, every server is driven in turn by
+For each traffic (known ids in the mix of the registry's ``load_share``, the load test's mix, then
+each endpoint alone) and each number of clients, every server is driven in turn by
 ``wrk`` (see :mod:`serve.bench.wrk` for why) after an unmeasured warm-up; the order rotates from
 point to point so drift in the machine's load does not favour one server. ``/metrics`` is read
 before and after each run of the model servers, giving per task the batches formed, the queueing
@@ -29,15 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
+from models.registry import TASKS
 from models.store.snapshot import GraphSnapshot
 from serve.bench.metrics_read import TaskStats, scrape, task_stats
 from serve.bench.model import model_throughput
 from serve.bench.process import ServerProcess
-from serve.bench.workload import request_bodies
+from serve.bench.workload import request_bodies, traffic_mix
 from serve.bench.wrk import WrkResult, run_wrk
 from serve.bundles import TaskBundle
 
-MIX = {"purchase": 0.5, "churn": 0.3, "sales": 0.2}
 SERVERS = {"noop": ("serve.bench.ceiling_server", ()), "default": ("serve", ()),
            "naive": ("serve", ("--compile", "none", "--max-batch-size", "1"))}
 STOCK = ("serve.bench.ceiling_server", ("--stock",))
@@ -46,17 +46,16 @@ MODEL_SERVERS = ("default", "naive")
 
 
 def mixed(bodies: dict[str, list[dict]], count: int = 4000, seed: int = 1) -> list[tuple[str, dict]]:
-    """``count`` requests, each task drawn with the :data:`MIX` weights (those served), fixed seed."""
-    tasks = [t for t in MIX if t in bodies]
-    weights = np.array([MIX[t] for t in tasks]) / sum(MIX[t] for t in tasks)
-    rng = np.random.default_rng(seed)
-    picks = rng.choice(len(tasks), size=count, p=weights)
-    return [(f"/predict/{tasks[p]}", bodies[tasks[p]][i % len(bodies[tasks[p]])])
-            for i, p in enumerate(picks)]
+    """``count`` requests, each task drawn with its :func:`traffic_mix` share of those served; fixed seed."""
+    mix = traffic_mix(bodies)
+    tasks = list(mix)
+    picks = np.random.default_rng(seed).choice(len(tasks), size=count, p=list(mix.values()))
+    return [(TASKS[tasks[p]].path, bodies[tasks[p]][i % len(bodies[tasks[p]])]) for i, p in enumerate(picks)]
 
 
 def traffics(bodies: dict[str, list[dict]], only: list[str]) -> dict[str, list[tuple[str, dict]]]:
-    every = {"mixed": mixed(bodies)} | {t: [(f"/predict/{t}", b) for b in bodies[t]] for t in bodies}
+    """The traffics named in ``only``: ``mixed`` and single endpoints, as ``(path, body)`` requests."""
+    every = {"mixed": mixed(bodies)} | {t: [(TASKS[t].path, b) for b in bodies[t]] for t in bodies}
     return {name: reqs for name, reqs in every.items() if name in only}
 
 

@@ -81,12 +81,12 @@ def build_ceiling(config: ServeConfig, stock: bool = False) -> ls.LitServer:
     tasks = config.tasks or TASKS
     if stock:
         apis = [CONSTANT_APIS[t](max_batch_size=config.max_batch_size, batch_timeout=config.batch_timeout_s,
-                                 api_path=f"/predict/{t}") for t in tasks]
+                                 api_path=SPECS[t].path) for t in tasks]
         return ls.LitServer(apis, accelerator="cpu", timeout=config.request_timeout_s)
     from serve.app import new_litserver  # after the argument check: imports FastAPI and LitServe's app
 
     apis = [CONSTANT_APIS[t](max_batch_size=config.max_batch_size, batch_timeout=config.batch_timeout_s,
-                             api_path=f"/predict/{t}", loop=BlockingBatchedLoop()) for t in tasks]
+                             api_path=SPECS[t].path, loop=BlockingBatchedLoop()) for t in tasks]
     server = new_litserver(apis, config, "cpu")
     server.app.user_middleware = [m for m in server.app.user_middleware if m.cls is not GZipMiddleware]
     return server

@@ -86,7 +86,7 @@ def run_load(url: str, path: str, bodies: Sequence[dict], clients: int, seconds:
 
     Args:
         url: ``http://host:port``.
-        path: e.g. ``/predict/churn``.
+        path: a task's route, its registry ``TaskSpec.path``.
         bodies: request bodies, cycled through (each client starts at a different one).
         clients: concurrent clients.
         seconds: measured window; requests started during the warm-up are not counted.

@@ -36,7 +36,7 @@ def model_throughput(bundles: list[TaskBundle], sizes: dict[str, list[int]], sec
         inference.warm_up()
         rng = np.random.default_rng(0)
         count = snapshot.num_nodes[inference.entity_type]
-        k = min(MAX_K, snapshot.num_nodes[ARTICLE])  # what the purchase API ranks for every request
+        k = min(MAX_K, snapshot.num_nodes[ARTICLE])  # what a ranking API ranks for every request
         out[bundle.task] = {}
         for size in sizes[bundle.task]:
             times = []

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from models.registry import TASK_NAMES, TASKS
 from models.store.snapshot import GraphSnapshot
 from serve.bench.ceiling import run_ceiling
 from serve.bench.load import LoadResult, run_load
@@ -41,7 +42,7 @@ def drive(servers: dict[str, ServerProcess], bodies: dict[str, list[dict]], clie
     for task, task_bodies in bodies.items():
         for n in clients:
             for name, server in servers.items():
-                result = run_load(server.url, f"/predict/{task}", task_bodies, n, seconds)
+                result = run_load(server.url, TASKS[task].path, task_bodies, n, seconds)
                 results[(name, task, n)] = result
                 if result.ok < sum(result.statuses.values()):
                     tail = "\n".join(server.log().splitlines()[-12:])
@@ -83,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--ceiling", action="store_true",
                         help="compare with the no-model ceiling and naive servers under wrk")
-    parser.add_argument("--traffic", default="mixed,churn,sales,purchase",
-                        help="with --ceiling: mixed (50/30/20 purchase/churn/sales) and/or single endpoints")
+    parser.add_argument("--traffic", default=",".join(("mixed", *TASK_NAMES)),
+                        help="with --ceiling: mixed (the registry's load_share mix) and/or single endpoints")
     args = parser.parse_args(argv)
     try:
         levels = args.clients or ("1,32" if args.ceiling else "1,8,32")

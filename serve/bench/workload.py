@@ -1,9 +1,10 @@
-"""What a serving benchmark sends and serves: request bodies with known ids, and artifacts copies with
-empty compile caches (for cold starts)."""
+"""What a serving benchmark sends and serves: request bodies with known ids, the traffic mix of the
+registry, and artifacts copies with empty compile caches (for cold starts)."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,14 @@ def request_bodies(snapshot: GraphSnapshot, task: str, count: int = 512, seed: i
     ids = snapshot.ids[spec.entity_type]
     picks = np.random.default_rng(seed).integers(0, len(ids), size=count)
     return [{spec.id_field: ids[i].decode("ascii")} | ({"k": spec.k} if spec.ranks else {}) for i in picks]
+
+
+def traffic_mix(tasks: Iterable[str]) -> dict[str, float]:
+    """Each of ``tasks``' share of mixed traffic (summing to 1), largest first: its registry
+    ``load_share``, the mix the load test sends, renormalized over the tasks given (those served)."""
+    shares = {task: TASKS[task].load_share for task in tasks}
+    total = sum(shares.values())
+    return {task: share / total for task, share in sorted(shares.items(), key=lambda kv: -kv[1])}
 
 
 def copy_without_compile_cache(artifacts: Path, out: Path) -> Path:
