@@ -8,7 +8,7 @@ column as text, or one thread for a malformed row), to find the line.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,21 +23,29 @@ _TYPE_WORDS = {"date32[day]": "a date (YYYY-MM-DD)", "float": "a number", "doubl
 
 
 @contextmanager
-def located_errors(path: Path, header: list[str]) -> Iterator[None]:
-    """Re-raise pyarrow's ``ArrowInvalid`` from reading ``path`` as a :class:`DataError` with a line."""
+def located_errors(path: Path, header: list[str], words: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Re-raise pyarrow's ``ArrowInvalid`` from reading ``path`` as a :class:`DataError` with a line.
+
+    Args:
+        path: the CSV file read.
+        header: its column names.
+        words: column -> what its values must be (``a number``), instead of the arrow type's words.
+    """
     try:
         yield
     except pa.ArrowInvalid as err:
-        raise explain(path, header, str(err)) from err
+        raise explain(path, header, str(err), words) from err
 
 
-def explain(path: Path, header: list[str], message: str) -> DataError:
+def explain(path: Path, header: list[str], message: str, words: Mapping[str, str] | None = None) -> DataError:
     """The :class:`DataError` for pyarrow's ``message`` about ``path``."""
     if "CSV parse error" in message:
         return _malformed_row(path, header, message)
     match = _CONVERSION.search(message)
     if match and int(match[1]) < len(header):
-        return _bad_value(path, header[int(match[1])], match[2], match[3])
+        column = header[int(match[1])]
+        what = (words or {}).get(column) or _TYPE_WORDS.get(match[2], match[2])
+        return _bad_value(path, column, what, match[3])
     return DataError(f"{path.name}: {message}")
 
 
@@ -69,9 +77,9 @@ def _malformed_row(path: Path, header: list[str], message: str) -> DataError:
     )
 
 
-def _bad_value(path: Path, column: str, arrow_type: str, value: str) -> DataError:
+def _bad_value(path: Path, column: str, words: str, value: str) -> DataError:
     """Find the first line whose ``column`` holds the unparseable ``value``."""
-    what = f"cannot parse {column} value {show(value)} as {_TYPE_WORDS.get(arrow_type, arrow_type)}"
+    what = f"cannot parse {column} value {show(value)} as {words}"
     offset = 0
     try:
         for batch in pa_csv.open_csv(path, read_options=read_options(), convert_options=convert_options(

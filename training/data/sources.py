@@ -1,0 +1,212 @@
+"""The files of a table: found by name or glob, read as CSV (plain or gzip) or Parquet by extension.
+
+A CSV file is parsed in blocks and a Parquet file in batches of its row groups, so a table of any
+size streams through a bounded amount of memory. Every column is read with a
+:class:`training.data.convert.ColumnRead`, so both formats give the same arrow types. Positions in
+messages are ``line N`` in a CSV file (the header is line 1) and ``row N`` in a Parquet file.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from training.data.common import (
+    DataError,
+    check_columns,
+    convert_options,
+    data_file,
+    is_gzip,
+    line_number,
+    read_header,
+    read_options,
+    show,
+)
+from training.data.convert import ColumnRead, ConversionError
+from training.data.locate import located_errors
+
+CSV, PARQUET = "csv", "parquet"
+_FORMATS = {".csv": CSV, ".csv.gz": CSV, ".parquet": PARQUET, ".pq": PARQUET}
+PARQUET_BATCH_ROWS = 1 << 20
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One input file.
+
+    Args:
+        path: where it is.
+        format: :data:`CSV` or :data:`PARQUET`.
+    """
+
+    path: Path
+    format: str
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def where(self, row: int) -> str:
+        """The position of 0-based data row ``row``: ``line N`` (CSV) or ``row N`` (Parquet)."""
+        return f"line {line_number(row)}" if self.format == CSV else f"row {int(row) + 1}"
+
+    def columns(self) -> list[str]:
+        """The column names (the CSV header or the Parquet schema)."""
+        if self.format == CSV:
+            return read_header(self.path)
+        try:
+            return list(pq.read_schema(self.path).names)
+        except (pa.ArrowInvalid, OSError) as err:
+            raise DataError(f"{self.name}: not a readable Parquet file ({err})") from None
+
+    def require(self, columns: tuple[str, ...]) -> None:
+        """:class:`DataError` naming every column of ``columns`` the file lacks."""
+        check_columns(self.path, self.columns(), tuple(dict.fromkeys(columns)))
+
+
+def file_format(path: Path) -> str:
+    """:data:`CSV` or :data:`PARQUET` from the name's extension; :class:`DataError` otherwise."""
+    name = path.name.lower()
+    for suffix, kind in _FORMATS.items():
+        if name.endswith(suffix):
+            return kind
+    raise DataError(f"{path.name}: unknown file type (use .csv, .csv.gz or .parquet)")
+
+
+def resolve_files(data_dir: Path, pattern: str) -> list[SourceFile]:
+    """The files ``pattern`` names under ``data_dir`` (or absolute): one name (``name`` or ``name.gz``)
+    or a glob (``orders/*.parquet``), matches in sorted order.
+
+    Raises:
+        DataError: nothing matches, or a match has an unknown extension.
+    """
+    if not glob.has_magic(pattern):
+        path = data_file(data_dir, pattern)
+        return [SourceFile(path, file_format(path))]
+    matches = glob.glob(str(Path(data_dir) / pattern), recursive=True)
+    paths = sorted(p for p in map(Path, matches) if p.is_file())
+    if not paths:
+        raise DataError(f"{pattern}: no file matches it in {data_dir}")
+    return [SourceFile(p, file_format(p)) for p in paths]
+
+
+def table_label(pattern: str, files: list[SourceFile]) -> str:
+    """How messages name a table: its file's name, or the glob when it has several files."""
+    return files[0].name if len(files) == 1 else pattern
+
+
+def _csv_options(reads: Mapping[str, ColumnRead]) -> pa_csv.ConvertOptions:
+    options = convert_options({name: read.csv_type for name, read in reads.items()})
+    formats = [r.timestamp_format for r in reads.values() if r.timestamp_format]
+    if formats:
+        options.timestamp_parsers = formats
+    return options
+
+
+def _words(reads: Mapping[str, ColumnRead]) -> dict[str, str]:
+    return {name: read.words for name, read in reads.items()}
+
+
+def read_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
+                 on_bytes: Callable[[int], object] = lambda _: None) -> Iterator[pa.RecordBatch]:
+    """Stream ``file``'s columns ``reads`` as record batches, converted alike from either format.
+
+    Args:
+        file: the file.
+        reads: column name -> how to read it.
+        on_bytes: called after each batch with the bytes of the file read so far.
+
+    Raises:
+        DataError: a missing column, a malformed row or an unconvertible value, with its position.
+    """
+    file.require(tuple(reads))
+    if file.format == PARQUET:
+        yield from _parquet_batches(file, reads, on_bytes)
+        return
+    source = pa.OSFile(str(file.path))
+    stream = pa.CompressedInputStream(source, "gzip") if is_gzip(file.path) else source
+    with source, located_errors(file.path, file.columns(), _words(reads)):
+        reader = pa_csv.open_csv(stream, read_options=read_options(), convert_options=_csv_options(reads))
+        for batch in reader:
+            yield batch
+            on_bytes(source.tell())
+
+
+def _parquet_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
+                     on_bytes: Callable[[int], object]) -> Iterator[pa.RecordBatch]:
+    parquet = pq.ParquetFile(file.path)
+    total, done, size = max(parquet.metadata.num_rows, 1), 0, file.path.stat().st_size
+    for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=list(reads)):
+        columns = [_convert(file, name, batch.column(name), read, done) for name, read in reads.items()]
+        yield pa.RecordBatch.from_arrays(columns, names=list(reads))
+        done += batch.num_rows
+        on_bytes(size * done // total)
+
+
+def _convert(file: SourceFile, name: str, values: pa.Array, read: ColumnRead, row_offset: int) -> pa.Array:
+    try:
+        return read.convert(values)
+    except ConversionError as err:
+        raise DataError(f"{file.name}: {file.where(row_offset + err.row)}: cannot parse {name} value "
+                        f"{show(err.value)} as {read.words}") from None
+
+
+def read_table(file: SourceFile, reads: Mapping[str, ColumnRead]) -> pa.Table:
+    """All of ``file``'s columns ``reads`` in one table (for the customers and articles tables)."""
+    if file.format == PARQUET:
+        batches = list(read_batches(file, reads))
+        schema = batches[0].schema if batches else None
+        return pa.Table.from_batches(batches, schema) if batches else _empty(reads)
+    file.require(tuple(reads))
+    with located_errors(file.path, file.columns(), _words(reads)):
+        return pa_csv.read_csv(file.path, read_options=read_options(), convert_options=_csv_options(reads))
+
+
+def _empty(reads: Mapping[str, ColumnRead]) -> pa.Table:
+    return pa.table({name: pa.array([], read.csv_type) for name, read in reads.items()})
+
+
+@dataclass(frozen=True)
+class RowOrigins:
+    """Where the rows of a table read from several files came from, for messages.
+
+    Args:
+        label: the table's files as one name (the file's name, or the spec's glob).
+        files: the files, in reading order.
+        starts: ``(len(files),)`` the first table row of each file.
+    """
+
+    label: str
+    files: tuple[SourceFile, ...]
+    starts: tuple[int, ...]
+
+    @classmethod
+    def of(cls, pattern: str, files: list[SourceFile], rows: list[int]) -> RowOrigins:
+        """Origins of ``files`` read in order with ``rows`` rows each."""
+        starts = tuple(int(s) for s in np.cumsum([0, *rows[:-1]]))
+        return cls(table_label(pattern, files), tuple(files), starts)
+
+    def locate(self, row: int) -> tuple[SourceFile, int]:
+        """The file of table row ``row`` and the row's 0-based position in it."""
+        k = int(np.searchsorted(self.starts, row, side="right")) - 1
+        return self.files[k], int(row) - self.starts[k]
+
+    def where(self, row: int) -> str:
+        """``customers.csv: line 3`` for table row ``row``."""
+        file, local = self.locate(row)
+        return f"{file.name}: {file.where(local)}"
+
+    def both(self, first: int, second: int) -> str:
+        """Two rows as ``lines 3 and 5`` (one file) or ``a.csv line 3 and b.csv line 5``."""
+        (fa, ra), (fb, rb) = self.locate(first), self.locate(second)
+        if fa == fb:
+            plural = "lines" if fa.format == CSV else "rows"
+            return f"{plural} {fa.where(ra).split()[1]} and {fb.where(rb).split()[1]}"
+        return f"{fa.name} {fa.where(ra)} and {fb.name} {fb.where(rb)}"

@@ -1,0 +1,141 @@
+"""The time column: dates or timestamps in whatever form the file has, bucketed to day numbers.
+
+Every task is day-based, so a timestamp keeps only its day (days since 1970-01-01, see
+:func:`models.schema.day_number`). Without a ``time_format`` the form is inferred from the first
+values: ISO dates (``2010-12-01``), ISO dates and times (``2010-12-01 08:26:00``,
+``2010-12-01T08:26``; with a zone offset or ``Z`` the UTC day is kept), or integer epoch seconds.
+A Parquet date or timestamp column is read as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from training.data.common import DataError, show
+from training.data.convert import ColumnRead, ConversionError, to_text
+from training.data.sources import PARQUET, SourceFile, read_batches
+
+ISO_DATE = "%Y-%m-%d"
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?")
+_DATETIME_ZONE = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})")
+_EPOCH = re.compile(r"-?\d+")
+_UNITS_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+_SAMPLE = 1000
+_EPOCH_DAYS = (-25_567, 84_006)  # 1900-01-01 .. 2200-01-01: beyond, epoch seconds were not meant
+
+
+@dataclass(frozen=True)
+class TimeForm:
+    """How the time column is written.
+
+    Args:
+        arrow_type: what the CSV reader parses it as.
+        words: what a value must be, for messages.
+        time_format: the ``strptime`` format, if one is used.
+        epoch: integer epoch seconds.
+    """
+
+    arrow_type: pa.DataType
+    words: str
+    time_format: str | None = None
+    epoch: bool = False
+
+    def column_read(self) -> ColumnRead:
+        """The :class:`ColumnRead` of the column: native dates and timestamps of a Parquet file are
+        kept, text is parsed in this form."""
+        return ColumnRead(self.arrow_type, self._convert, self.words, self.time_format)
+
+    def _convert(self, values: pa.Array) -> pa.Array:
+        kind = values.type
+        if not _is_text(kind):  # a Parquet date, timestamp or epoch number: read as it is
+            return values
+        text = to_text(values)
+        if self.time_format is None:
+            return _cast(text, self.arrow_type)
+        parsed = pc.strptime(text, format=self.time_format, unit="s", error_is_null=True)
+        bad = pc.and_(pc.is_null(parsed), pc.is_valid(text))
+        if pc.any(bad).as_py():
+            row = int(pc.index(bad, True).as_py())
+            raise ConversionError(row, text[row].as_py())
+        return parsed
+
+
+def _cast(text: pa.Array, kind: pa.DataType) -> pa.Array:
+    try:
+        return text.cast(kind)
+    except pa.ArrowInvalid:
+        for row, value in enumerate(text.to_pylist()):
+            try:
+                pa.array([value], pa.string()).cast(kind)
+            except pa.ArrowInvalid:
+                raise ConversionError(row, str(value)) from None
+        raise
+
+
+DATE_FORM = TimeForm(pa.date32(), "a date (YYYY-MM-DD)")
+DATETIME_FORM = TimeForm(pa.timestamp("ms"), "a date or date and time (ISO 8601, e.g. 2010-12-01 08:26:00)")
+ZONED_FORM = TimeForm(pa.timestamp("ms", "UTC"), "a date and time with a zone offset (ISO 8601)")
+EPOCH_FORM = TimeForm(pa.int64(), "an integer (epoch seconds)", epoch=True)
+
+
+def time_form(file: SourceFile, column: str, time_format: str | None) -> TimeForm:
+    """The form of ``file``'s time ``column``: from ``time_format``, else inferred from its first values.
+
+    Raises:
+        DataError: no form fits the first values; the message asks for a ``time_format``.
+    """
+    if time_format == ISO_DATE:
+        return DATE_FORM
+    if time_format is not None:
+        return TimeForm(pa.timestamp("s"), f"a time in the format {time_format}", time_format)
+    raw = ColumnRead(pa.string(), lambda v: v, "text")
+    first = next(read_batches(file, {column: raw}), None)
+    if first is None:
+        return DATE_FORM
+    kind = first.column(0).type
+    if file.format == PARQUET and not _is_text(kind):
+        return EPOCH_FORM if pa.types.is_integer(kind) or pa.types.is_floating(kind) else DATETIME_FORM
+    values = [v for v in to_text(first.column(0)).to_pylist()[: _SAMPLE * 4] if v][:_SAMPLE]
+    for pattern, form in ((_DATE, DATE_FORM), (_DATETIME, DATETIME_FORM), (_DATETIME_ZONE, ZONED_FORM),
+                          (_EPOCH, EPOCH_FORM)):
+        if all(pattern.fullmatch(v) for v in values):
+            return form
+    odd = next(v for v in values if not _DATETIME.fullmatch(v))
+    raise DataError(f"{file.name}: cannot infer the form of time column {column} from {show(odd)}: set "
+                    "time_format in [transactions] (a strptime format such as '%m/%d/%Y %H:%M')")
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def day_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """``(N,)`` int32 days since 1970-01-01 of dates, timestamps (UTC day) or epoch seconds, no nulls."""
+    kind = values.type
+    if pa.types.is_date32(kind):
+        return values.cast(pa.int32()).to_numpy()
+    if pa.types.is_date64(kind):
+        return values.cast(pa.date32()).cast(pa.int32()).to_numpy()
+    if pa.types.is_timestamp(kind):
+        ticks = values.cast(pa.int64()).to_numpy()
+        return np.floor_divide(ticks, _UNITS_PER_DAY[kind.unit]).astype(np.int32)
+    seconds = values.cast(pa.float64()).to_numpy()
+    days = np.floor(seconds / 86_400)
+    return days.astype(np.int32)
+
+
+def check_epoch_days(file: SourceFile, column: str, days: np.ndarray, rows: np.ndarray) -> None:
+    """:class:`DataError` if epoch seconds fall outside 1900..2200 (milliseconds, most likely)."""
+    outside = np.flatnonzero((days < _EPOCH_DAYS[0]) | (days > _EPOCH_DAYS[1]))
+    if outside.size:
+        k = int(outside[0])
+        raise DataError(f"{file.name}: {file.where(int(rows[k]))}: {column} is read as epoch seconds and "
+                        "falls outside the years 1900..2200 (epoch milliseconds? divide by 1000)")
