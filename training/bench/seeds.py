@@ -42,7 +42,9 @@ RESULTS_FILE = "seeds.json"
 def parse_args(argv: list[str]) -> tuple[Any, tuple[str, ...]]:
     """The parsed options and the ``training.fit`` options (``--fit-args`` then those after ``--``)."""
     split = argv.index("--") if "--" in argv else len(argv)
-    parser = OneLineErrors(prog=PROG, description=__doc__.splitlines()[0].split(": ", 1)[1])
+    parser = OneLineErrors(prog=PROG, description="The model against every baseline over several seeds and "
+                           "datasets: training.fit --task all per dataset and seed, each in its own process.",
+                           epilog="Options after -- go to every training.fit run: -- --epochs 1 --threads 2.")
     parser.add_argument("--data", type=Path, action="append", required=True,
                         help="CSV directory of a dataset (repeat for several)")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per dataset (default: 3)")
