@@ -103,8 +103,8 @@ class TaskSpec:
         higher_is_better: direction of ``primary_metric``.
         labels: reference to the label function ``(day-sorted transactions, num_nodes, cutoff,
             window_days) -> (entity, label)`` (see :mod:`training.tasks.definitions`).
-        baselines: report name -> reference to a baseline ``(transactions, table) -> predictions``
-            (see :mod:`training.tasks.baselines`).
+        baselines: report name -> reference to a baseline ``(transactions, table) -> predictions``;
+            a ``task`` or ``k`` parameter gets this entry's (see :mod:`training.tasks.baselines`).
         load_share: percent of the load test's requests that go to this task.
         question: what the prediction answers, in one line (API docs, README).
         recipe: ``training.fit``'s :class:`TaskRecipe` fields that differ from the defaults.
