@@ -9,7 +9,7 @@ import pytest
 
 from models.schema import ARTICLE_COLUMNS, CUSTOMER_COLUMNS, TRANSACTION_COLUMNS, day_number
 from training.data import common as csv_common
-from training.data import transactions as csv_transactions
+from training.data import lines as csv_lines
 from training.data.load import DataError, UnknownReferenceWarning, load_tables
 
 C1, C2, C3 = (f"{n:064x}" for n in (0xBEEF, 0x00AA, 0xF00D))  # file order is not id order
@@ -208,7 +208,7 @@ def test_not_strict_drops_unknown_rows_with_a_warning(tmp_path: Path) -> None:
 def test_lines_counted_across_batches_and_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Many tiny blocks mapped in several groups: indices and line numbers stay right."""
     monkeypatch.setattr(csv_common, "BLOCK_SIZE", 512)
-    monkeypatch.setattr(csv_transactions, "GROUP_ROWS", 7)
+    monkeypatch.setattr(csv_lines, "GROUP_ROWS", 7)
     rows = [TRANSACTIONS[k % 3] for k in range(100)]
     write_dataset(tmp_path, transactions=rows)
     tx = load(tmp_path).transactions

@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from models.store.tables import NodeTable
-from training.data.entities import node_table
 from training.data.features import feature_reads
 from training.data.ids import check_ids
 from training.data.lines import transaction_lines
+from training.data.nodes import node_table
 from training.data.spec import DatasetSpec, Feature, NodeSpec
 
 COMPACT_ROWS = 4_000_000  # merge the partial counts once they hold this many (id, value) pairs

@@ -24,7 +24,6 @@ import pyarrow.compute as pc
 
 from training.data.common import DataError, show
 from training.data.convert import FLOAT64, TEXT, ColumnRead, ConversionError
-from training.data.nodes import categorical_codes, standardise
 from training.data.spec import AUTO, CATEGORICAL, NUMERIC, TIMESTAMP, Feature
 from training.data.spec import TEXT as TEXT_TYPE
 from training.data.times import DATETIME_FORM, day_numbers
@@ -144,3 +143,39 @@ def _days(values: pa.Array, column: str, where: Callable[[int], str]) -> pa.Arra
     valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
     days[valid] = day_numbers(pc.drop_null(values))
     return pa.array(days)
+
+
+def categorical_codes(values: pa.Array) -> tuple[np.ndarray, int]:
+    """Codes ``1..V`` in sorted value order (``0`` = empty field) and ``V``.
+
+    Args:
+        values: ``(N,)`` string column with nulls for empty fields.
+
+    Returns:
+        ``(N,)`` int64 codes, and the number of distinct values ``V``.
+    """
+    encoded = values.dictionary_encode()
+    num_values = len(encoded.dictionary)
+    # Codes follow the sorted values, not first appearance, so they do not depend on row order.
+    lookup = np.zeros(num_values + 1, dtype=np.int64)  # the extra last slot maps null (-1) to 0
+    lookup[pc.sort_indices(encoded.dictionary).to_numpy()] = np.arange(1, num_values + 1)
+    indices = pc.fill_null(encoded.indices, -1).to_numpy()
+    return lookup[indices], num_values
+
+
+def standardise(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Zero-mean unit-variance values over the present ones, and the 0/1 missing flag.
+
+    Args:
+        values: ``(N,)`` float64 column with nulls for empty fields.
+
+    Returns:
+        ``(N,)`` float32 standardised values (``0`` where missing) and ``(N,)`` float32 flags.
+    """
+    x = values.to_numpy(zero_copy_only=False).astype(np.float64)
+    missing = ~np.isfinite(x)
+    present = x[~missing]
+    mean = float(present.mean()) if present.size else 0.0
+    std = float(present.std()) if present.size else 1.0
+    scaled = np.where(missing, 0.0, (x - mean) / (std if std > 0 else 1.0))
+    return scaled.astype(np.float32), missing.astype(np.float32)

@@ -8,15 +8,15 @@ group is held at a time; the files are read in blocks (CSV) or batches (Parquet)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from tqdm import tqdm
 
+from models.progress import progress_bar
 from training.data.common import DataError, show
 from training.data.conditions import row_mask
 from training.data.convert import FLOAT32, FLOAT64, TEXT, ColumnRead, ConversionError
@@ -24,7 +24,10 @@ from training.data.ids import ID, id_text
 from training.data.sources import SourceFile, read_batches, resolve_files, table_label
 from training.data.spec import TransactionsSpec
 from training.data.times import check_epoch_days, day_numbers, time_form
-from training.data.transactions import _row_groups
+
+# Rows per group: a group is mapped to node indices at once (see training.data.transactions);
+# ~0.35 GB of id text per group at H&M size.
+GROUP_ROWS = 4_000_000
 
 
 @dataclass
@@ -84,7 +87,7 @@ def transaction_lines(data_dir: Path, spec: TransactionsSpec, extra: Mapping[str
         data_dir: the data directory the file names are under.
         spec: the transactions table.
         extra: more columns to read (attributes of a derived table) and how.
-        progress: show a tqdm bar over the bytes of the files on stderr.
+        progress: show a bar over the bytes of the files on stderr when it is a terminal.
         desc: the bar's label (default: the file name or glob).
 
     Raises:
@@ -99,11 +102,11 @@ def transaction_lines(data_dir: Path, spec: TransactionsSpec, extra: Mapping[str
     total = sum(f.path.stat().st_size for f in files)
     label = table_label(spec.file, files)
     rows_read = rows_kept = 0
-    with tqdm(total=total, desc=desc or label, unit="B", unit_scale=True, disable=not progress) as bar:
+    with progress_bar(total=total, desc=desc or label, unit="B", unit_scale=True, enabled=progress) as bar:
         for file in files:
             start = bar.n
             batches = read_batches(file, reads, lambda done, start=start: bar.update(start + done - bar.n))
-            for group, row_offset in _row_groups(batches, lambda: None):
+            for group, row_offset in row_groups(batches):
                 rows_read += group.num_rows
                 lines = _typed(file, spec, group, row_offset, form.epoch, list(extra or {}))
                 rows_kept += len(lines.rows)
@@ -162,3 +165,18 @@ def _require_present(file: SourceFile, column: pa.ChunkedArray, name: str, rows:
     if column.null_count:
         row = int(pc.index(pc.is_null(column), True).as_py())
         raise DataError(f"{file.name}: {file.where(int(rows[row]))}: empty {name}")
+
+
+def row_groups(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[pa.Table, int]]:
+    """Consecutive batches joined into tables of at least ``GROUP_ROWS`` rows, with their first row."""
+    pending: list[pa.RecordBatch] = []
+    pending_rows = row_offset = 0
+    for batch in batches:
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        if pending_rows >= GROUP_ROWS:
+            yield pa.Table.from_batches(pending), row_offset
+            row_offset += pending_rows
+            pending, pending_rows = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending), row_offset

@@ -18,11 +18,11 @@ from pathlib import Path
 from models.store.tables import NodeTable, RelTables
 from training.data.common import DataError
 from training.data.derive import derive_entities
-from training.data.entities import read_entities
 from training.data.lines import value_note
-from training.data.purchases import UnknownReferences, read_purchases
+from training.data.nodes import read_entities
 from training.data.spec import HM_SPEC, DatasetSpec
 from training.data.spec_file import SpecError, find_spec
+from training.data.transactions import UnknownReferences, read_purchases
 
 __all__ = ["DataError", "SpecError", "UnknownReferenceWarning", "UnknownReferences", "load_tables"]
 
