@@ -13,7 +13,10 @@
 #                    /whl/cu128 for CUDA 12.8). Empty (default): pip's configured index; on x86-64
 #                    PyPI serves the CUDA build there, which runs on CPU too but is GBs larger.
 #
-# Only models/ and serve/ go in: serving never imports training/ or loadtest/.
+# Only models/ and serve/ go in (serving never imports training/ or loadtest/), less serve/bench/
+# (.dockerignore: benchmarks drive servers from outside). Batch scoring stays:
+#   docker run --rm -v "$PWD/artifacts:/artifacts" relserve python -m serve.score --artifacts /artifacts ...
+# `pip install .` installs the serving dependencies alone: no `train` extra (LightGBM), no `dev` one.
 
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
@@ -47,7 +50,8 @@ COPY pyproject.toml ./
 COPY models ./models
 COPY serve ./serve
 RUN pip install . \
-    && python -c "import torch, serve.config; assert torch.__version__.startswith('${TORCH_VERSION}'), torch.__version__"
+    && python -c "import torch; assert torch.__version__.startswith('${TORCH_VERSION}'), torch.__version__" \
+    && python -c "import serve.app, serve.score.run, importlib.util as u; assert not u.find_spec('lightgbm')"
 
 RUN useradd --system --uid 10001 --create-home --home-dir /home/relserve relserve \
     && mkdir -p /artifacts && chown relserve /artifacts

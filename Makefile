@@ -1,12 +1,24 @@
 # The README's two set-up commands: `make test` and `make serve`. Both are idempotent and work on a
 # fresh machine with only Python 3.11 and gcc: they create .venv, install the pinned CPU torch first
-# (a bare `torch` requirement would pull several GB of CUDA packages), then the project.
+# (a bare `torch` requirement would pull several GB of CUDA packages), then the project with what
+# the command needs (pyproject.toml): `install` the serving dependencies alone (what the Docker
+# image has; enough for serve.bench too), `install-train` adds the `train` extra, `install-dev` the
+# `dev` extra (which holds `train`: the tests train bundles) for tests, lint and the load test.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
-STAMP := $(VENV)/.relserve-installed
+# One stamp per install; a larger install also stamps the ones it holds (dev > train > serving).
+STAMP_SERVE := $(VENV)/.relserve-installed-serve
+STAMP_TRAIN := $(VENV)/.relserve-installed-train
+STAMP_DEV := $(VENV)/.relserve-installed-dev
+EXTRA_serve :=
+EXTRA_train := [train]
+EXTRA_dev := [dev]
+HELD_serve :=
+HELD_train := $(STAMP_SERVE)
+HELD_dev := $(STAMP_SERVE) $(STAMP_TRAIN)
 
 DATA ?= data/demo
 ARTIFACTS ?= artifacts
@@ -14,18 +26,21 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install prometheus test lint serve demo-data demo-artifacts real-artifacts loadtest clean
+.PHONY: install install-train install-dev prometheus test lint serve demo-data demo-artifacts real-artifacts \
+	loadtest clean
 
-install: $(STAMP)
+install: $(STAMP_SERVE)
+install-train: $(STAMP_TRAIN)
+install-dev: $(STAMP_DEV)
 
-$(STAMP): pyproject.toml
+$(VENV)/.relserve-installed-%: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "relserve needs Python >= 3.11, found " + sys.version.split()[0]'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_PIN)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.$(EXTRA_$*)'
 	@$(BIN)/python -c 'import torch; assert torch.__version__.startswith("2.13.0"), torch.__version__'
-	@touch $@
+	@touch $@ $(HELD_$*)
 
 # The monitoring test drives a real Prometheus: Debian's `prometheus` package provides prometheus and
 # promtool. Installed here when missing and we may (root, or passwordless sudo); otherwise one line
@@ -46,14 +61,14 @@ prometheus:
 	$$SUDO systemctl stop prometheus >/dev/null 2>&1 || $$SUDO service prometheus stop >/dev/null 2>&1 || true
 
 # pytest exits 5 when it collects nothing: an empty suite tests nothing, so it fails loudly.
-test: prometheus install
+test: prometheus install-dev
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$status
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check .
 
-demo-data: install
+demo-data: install-train
 	@test -f $(DATA)/transactions_train.csv || $(BIN)/python -m training.synth --out $(DATA)
 
 demo-artifacts: demo-data
@@ -64,14 +79,17 @@ demo-artifacts: demo-data
 REAL_DATA ?= data/real/online-retail-2010
 REAL_ARTIFACTS ?= artifacts-real
 
-real-artifacts: install
+real-artifacts: install-train
 	$(BIN)/python -m training.fit --data $(REAL_DATA) --task all --out $(REAL_ARTIFACTS)
 
+# Serving itself needs only `install`; this target also makes the demo bundles when they are missing
+# (demo-data, demo-artifacts: training), hence the `train` extra.
 serve: demo-artifacts
 	$(BIN)/python -m serve --artifacts $(ARTIFACTS) --host $(HOST) --port $(PORT)
 
 # A 60 s headless Locust run against a server it starts itself; the report goes to out/loadtest.
-loadtest: demo-artifacts
+# Locust and matplotlib come with the `dev` extra.
+loadtest: demo-artifacts install-dev
 	$(BIN)/python -m loadtest.run --artifacts $(ARTIFACTS) --users 16 --spawn-rate 16 --duration 60s --out out/loadtest
 
 clean:

@@ -2,7 +2,9 @@
 
 Parses the instructions and checks what a build and a ``docker run`` would trip on: the CMD's
 module and flags exist and parse, the ports agree, the copied paths exist and are not
-dockerignored, torch is the Makefile's pin and installed first, g++ is there, the user is not root.
+dockerignored, torch is the Makefile's pin and installed first, g++ is there, the user is not root;
+and that the image carries the serving install only: models/ and serve/ less the benchmarks, the
+base dependencies of pyproject.toml and no package of its ``train`` or ``dev`` extras.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from serve.config import parse_args
@@ -119,9 +122,13 @@ def dockerignored(path: str, patterns: list[str]) -> bool:
     return ignored
 
 
+def dockerignore_patterns() -> list[str]:
+    return [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
 def test_copied_paths_exist_and_reach_the_build() -> None:
-    ignore = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
-              if line.strip() and not line.startswith("#")]
+    ignore = dockerignore_patterns()
     copies = arguments("COPY")
     assert copies
     for copy in copies:
@@ -131,6 +138,39 @@ def test_copied_paths_exist_and_reach_the_build() -> None:
             assert not dockerignored(source, ignore), f"COPY {source}: excluded by .dockerignore"
     for private in (".venv", ".git", "artifacts", "data"):
         assert dockerignored(private, ignore), f"{private} would be sent to the build"
+
+
+def requirement_name(requirement: str) -> str:
+    """``"torch_geometric>=2.6"`` -> ``"torch-geometric"`` (PEP 503 normalized, extras dropped)."""
+    return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)).lower()
+
+
+def test_serving_dependencies_hold_no_training_or_dev_package() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    base = {requirement_name(r) for r in project["dependencies"]}
+    extras = project["optional-dependencies"]
+    assert "lightgbm" in {requirement_name(r) for r in extras["train"]}
+    assert "relserve[train]" in extras["dev"], "the tests train: dev must hold the train extra"
+    for extra in ("train", "dev"):
+        overlap = base & {requirement_name(r) for r in extras[extra]}
+        assert not overlap, f"{sorted(overlap)} of the {extra} extra are base (serving) dependencies"
+
+
+def test_the_image_installs_the_serving_dependencies_only() -> None:
+    installs = [m.group(1) for r in arguments("RUN") for m in re.finditer(r"pip install ([^&;]*)", r)]
+    assert installs
+    for install in installs:
+        packages = [a for a in install.split() if not a.startswith("-") and "INDEX_URL" not in a]
+        assert packages in (["."], ['"torch==${TORCH_VERSION}"']), f"pip install {install}: serving only"
+
+
+def test_the_image_copies_models_and_serve_without_the_benchmarks() -> None:
+    ignore = dockerignore_patterns()
+    sources = {s for copy in arguments("COPY") for s in copy.split()[:-1] if not s.startswith("--")}
+    assert sources == {"pyproject.toml", "models", "serve"}
+    assert dockerignored("serve/bench", ignore) and dockerignored("serve/bench/run.py", ignore)
+    for shipped in ("serve/__main__.py", "serve/app.py", "serve/score/run.py", "models/registry.py"):
+        assert not dockerignored(shipped, ignore), f"{shipped} would not reach the image"
 
 
 def test_runs_as_a_non_root_user() -> None:

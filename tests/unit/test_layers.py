@@ -33,6 +33,7 @@ def test_the_tree_keeps_every_contract():
     ("models/store/csr.py", "from models.graph import sampler",
      "models.store is not allowed to import models.graph"),
     ("serve/apis.py", "import lightgbm", "serve.apis is not allowed to import lightgbm"),
+    ("serve/score/run.py", "import lightgbm", "serve is not allowed to import lightgbm"),
     ("serve/app.py", "from serve.bench import run", "serve.app is not allowed to import serve.bench"),
     ("models/registry.py", "from training.tasks import definitions",
      "models is not allowed to import training"),
