@@ -20,8 +20,11 @@ from models.registry import TASK_NAMES, TASKS
 from serve.config import COMPILE_STRATEGIES
 
 PROG = "python -m serve.bench.score"
-# The costliest rows to score: the first task answering a ranked list (all articles scored per row).
-DEFAULT_TASK = next(name for name, spec in TASKS.items() if spec.ranks)
+
+
+def default_task() -> str:
+    """The costliest rows to score: the first task answering a ranked list (every article scored)."""
+    return next(name for name, spec in TASKS.items() if spec.ranks)
 
 
 def cpu_seconds() -> float:
@@ -32,7 +35,7 @@ def cpu_seconds() -> float:
 def main(argv: list[str] | None = None) -> int:
     p = OneLineErrors(prog=PROG, description="Batch-scoring throughput on the first N entities of a task.")
     p.add_argument("--artifacts", type=Path, required=True)
-    p.add_argument("--task", default=DEFAULT_TASK, choices=TASK_NAMES)
+    p.add_argument("--task", default=default_task(), choices=TASK_NAMES)
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--limit", type=int, default=102_400, help="entities scored")
     p.add_argument("--compile", default="buckets", choices=COMPILE_STRATEGIES)

@@ -28,6 +28,8 @@ def traffic_mix(tasks: Iterable[str]) -> dict[str, float]:
     ``load_share``, the mix the load test sends, renormalized over the tasks given (those served)."""
     shares = {task: TASKS[task].load_share for task in tasks}
     total = sum(shares.values())
+    if total <= 0:
+        raise ValueError(f"no load_share in the registry for any of {', '.join(shares)}: no mixed traffic")
     return {task: share / total for task, share in sorted(shares.items(), key=lambda kv: -kv[1])}
 
 
