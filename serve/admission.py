@@ -110,7 +110,7 @@ class Admission:
         if not self._heap_frozen:
             # Once, in the API server process: the objects alive now (imports, app, torch) move out
             # of the collector's reach. Full collections over them took 100-200 ms each under load
-            # and set the p99 (BENCHMARKS.md, "Rerun: ZeroMQ for real, the frozen heap").
+            # and set the p99 (docs/decisions.md, "`gc.freeze()` after setup").
             gc.freeze()
             self._heap_frozen = True
         path = scope.get("path", "") if scope["type"] == "http" else ""

@@ -94,7 +94,8 @@ class TaskAPI(ls.LitAPI):
         cache = "disabled" if self.settings.compile == "none" else "hit" if report.cache_hit else "miss"
         self.metrics.warmed_up(time.perf_counter() - started, cache)
         # The loaded model, torch and the compiled graphs leave the collector's reach: a full
-        # collection over them stalled a batch by 100+ ms under load (BENCHMARKS.md).
+        # collection over them stalled a batch by 100+ ms under load (docs/decisions.md,
+        # "`gc.freeze()` after setup").
         gc.freeze()
 
     def lookup(self, entity_id: str, k: int = 0) -> Query:

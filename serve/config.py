@@ -57,7 +57,8 @@ class ServeConfig:
             writable, else the per-user cache (``$XDG_CACHE_HOME/relserve``), so read-only
             artifacts still start warm after the first start.
         fast_queue: answers go from workers to API servers over ZeroMQ (LitServe's
-            ``fast_queue``) instead of a Manager queue; see BENCHMARKS.md.
+            ``fast_queue``) instead of a Manager queue; see docs/decisions.md, "Answers over ZeroMQ,
+            for real".
     """
 
     artifacts: Path

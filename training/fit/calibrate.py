@@ -4,8 +4,8 @@ The purchase head scores a customer's own past articles with its repeat score an
 article with a dot product (:class:`models.nn.heads.PurchaseHead`). Training sees only in-batch
 negatives, a few hundred articles, so nothing ties the two scales together over a whole catalogue:
 among 105k articles the best dot products of strangers can outscore every article the customer
-keeps buying, which cost more than a third of the full-size MAP@12 (BENCHMARKS, "Purchase: the
-repeat shift"). After each epoch the validation rows are scored once, kept in two parts
+keeps buying, which cost more than a third of the full-size MAP@12 (docs/decisions.md, "The
+repeat shift, chosen on validation"). After each epoch the validation rows are scored once, kept in two parts
 (:class:`models.nn.ranking.RankParts`), and merged for every shift of :data:`SHIFTS`; the head keeps the
 best shift, so it travels in the bundle's weights and the server ranks with it. On data where the
 scales already agree the metric is flat in the shift and the smallest one within
