@@ -1,6 +1,6 @@
 """Benchmark the data path: CSV load, snapshot build and open, and sampler throughput.
 
-``python -m training.bench.data --data CSV_DIR --snapshot SNAP_DIR [--batch-sizes 1 16 128]``
+``python -m training.bench.data --data DIR [--spec FILE] --snapshot SNAP_DIR [--batch-sizes 1 16 128]``
 
 Prints one line per step and a throughput table per seed type, strategy and batch size
 (``batches/s`` = ``sample()`` calls, ``seeds/s`` = trees). ``--synthetic`` replaces the CSVs
@@ -35,7 +35,8 @@ class BenchConfig:
 
     Args:
         snapshot: snapshot directory (built there unless ``open_only``).
-        data: CSV directory to load, or ``None`` with ``synthetic`` / ``open_only``.
+        data: data directory to load, or ``None`` with ``synthetic`` / ``open_only``.
+        spec: its dataset spec file (``None``: ``data/relserve.toml`` if present, else the H&M layout).
         synthetic: build from numpy-synthesised full-size tables instead of CSVs.
         open_only: skip loading and building; open the existing snapshot.
         batch_sizes: seeds per ``sample()`` call.
@@ -45,6 +46,7 @@ class BenchConfig:
 
     snapshot: Path
     data: Path | None = None
+    spec: Path | None = None
     synthetic: bool = False
     open_only: bool = False
     batch_sizes: tuple[int, ...] = (1, 16, 128)
@@ -109,7 +111,7 @@ def run(config: BenchConfig) -> None:
         if config.synthetic:
             tables: RelTables = timed("synthesise tables (numpy)", lambda: synthetic_tables(SyntheticSize()))
         else:
-            tables = timed("load CSVs", lambda: load_tables(config.data))
+            tables = timed("load data", lambda: load_tables(config.data, spec=config.spec))
         print(f"{'rows':<28} {len(tables.customers):,} customers, {len(tables.articles):,} articles, "
               f"{len(tables.transactions):,} transactions")
         timed("build snapshot", lambda: GraphSnapshot.build(tables, config.snapshot))
@@ -124,9 +126,10 @@ def run(config: BenchConfig) -> None:
 def parse_args(argv: list[str] | None) -> BenchConfig:
     parser = OneLineErrors(prog="python -m training.bench.data", description=__doc__.splitlines()[0])
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--data", type=Path, help="directory with the three H&M CSV files")
+    source.add_argument("--data", type=Path, help="data directory (H&M CSVs, or what its relserve.toml says)")
     source.add_argument("--synthetic", action="store_true", help="numpy-made full-size tables instead")
     source.add_argument("--open-only", action="store_true", help="reuse the snapshot in --snapshot")
+    parser.add_argument("--spec", type=Path, metavar="FILE", help="dataset spec of --data (TOML)")
     parser.add_argument("--snapshot", type=Path, required=True, help="snapshot directory")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 128])
     parser.add_argument("--fanouts", type=int, nargs="+", default=[12, 8])
@@ -136,7 +139,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
         parser.error(f"--data {args.data}: not a directory")
     if min(args.batch_sizes) < 1 or min(args.fanouts) < 1 or args.seconds <= 0:
         parser.error("--batch-sizes, --fanouts and --seconds must be positive")
-    return BenchConfig(snapshot=args.snapshot, data=args.data, synthetic=args.synthetic,
+    return BenchConfig(snapshot=args.snapshot, data=args.data, spec=args.spec, synthetic=args.synthetic,
                        open_only=args.open_only, batch_sizes=tuple(args.batch_sizes),
                        fanouts=tuple(args.fanouts), seconds=args.seconds)
 

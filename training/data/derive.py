@@ -75,9 +75,10 @@ class _Modes:
 
     def best(self, ids: pa.Array) -> pa.Array:
         """Per id of ``ids``, its most frequent value (ties: first seen), null if it has none."""
-        if not self.parts:
-            return pa.nulls(len(ids), pa.string())
-        table = self.merged().sort_by([("id", "ascending"), ("count", "descending"), ("first", "ascending")])
+        table = self.merged() if self.parts else None
+        if table is None or table.num_rows == 0:
+            return pa.nulls(len(ids), table["v"].type if table is not None else pa.string())
+        table = table.sort_by([("id", "ascending"), ("count", "descending"), ("first", "ascending")])
         id_column = table["id"].combine_chunks()
         leader = np.ones(len(id_column), dtype=bool)
         leader[1:] = pc.not_equal(id_column.slice(1), id_column.slice(0, len(id_column) - 1)).to_numpy(

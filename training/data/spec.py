@@ -9,6 +9,7 @@ read from a TOML file (:mod:`training.data.spec_file`; the reference is docs/dat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from models.schema import (
     ARTICLE_CATEGORICAL,
@@ -111,13 +112,15 @@ class DatasetSpec:
         transactions: the transactions table.
         customers: the customers table.
         articles: the articles table.
-        origin: where the spec came from (its file, or the built-in layout), for messages.
+        origin: where the spec came from (its file's name, or the built-in layout), for messages.
+        path: the spec file, ``None`` for the built-in layout.
     """
 
     transactions: TransactionsSpec
     customers: NodeSpec
     articles: NodeSpec
     origin: str = "built-in H&M layout"
+    path: Path | None = None
 
 
 def _typed(categorical: tuple[str, ...], numeric: tuple[str, ...]) -> tuple[Feature, ...]:

@@ -63,11 +63,17 @@ def read_spec(path: Path) -> DatasetSpec:
         raise SpecError(f"{path.name}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as err:
         raise SpecError(f"{path.name}: not valid TOML: {err}") from None
-    return parse_spec(document, path.name)
+    return parse_spec(document, path.name, path)
 
 
-def parse_spec(document: Mapping[str, Any], origin: str) -> DatasetSpec:
-    """Validate a parsed TOML document; ``origin`` (the file name) starts every message."""
+def parse_spec(document: Mapping[str, Any], origin: str, path: Path | None = None) -> DatasetSpec:
+    """Validate a parsed TOML document; ``origin`` (the file name) starts every message.
+
+    Args:
+        document: what ``tomllib`` read.
+        origin: the spec's name in messages.
+        path: the spec file, recorded in the spec.
+    """
     _known_keys(origin, "", document, _TABLES, table_word=True)
     if "transactions" not in document:
         raise SpecError(f"{origin}: missing required table [transactions]")
@@ -78,6 +84,7 @@ def parse_spec(document: Mapping[str, Any], origin: str) -> DatasetSpec:
         customers=_node(origin, "customers", tables["customers"], transactions.customer),
         articles=_node(origin, "articles", tables["articles"], transactions.article),
         origin=origin,
+        path=path,
     )
 
 

@@ -91,9 +91,13 @@ class FitConfig:
     """What to train and how; ``None`` fields take the task's :data:`RECIPES` value.
 
     Args:
-        data: directory with the three H&M CSV files.
+        data: the data directory (the three H&M CSV files, or the files its ``relserve.toml`` names).
         out: artifacts directory; ``<out>/<task>/`` bundles and ``<out>/snapshot/``.
         tasks: tasks to train, in order.
+        spec: the dataset spec file (``None``: ``<data>/relserve.toml`` if present, else the H&M
+            layout; see docs/dataset-spec.md).
+        all_tasks: ``tasks`` are ``--task all``: a task the data cannot train (sales on count-only
+            data) is skipped with a warning instead of refused.
         epochs, max_train_cutoffs, lr, fanouts, hidden, max_steps_per_epoch, patience: override
             every task's recipe
             (``max_train_cutoffs=0``: every training cutoff).
@@ -122,6 +126,8 @@ class FitConfig:
     data: Path
     out: Path
     tasks: tuple[str, ...]
+    spec: Path | None = None
+    all_tasks: bool = False
     epochs: int | None = None
     max_train_cutoffs: int | None = None
     lr: float | None = None
@@ -195,7 +201,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p = OneLineErrors(prog="python -m training.fit",
                        description="Train the relational GNN of each task, evaluate it against the baselines "
                                    "and write one checkpoint bundle per task.")
-    p.add_argument("--data", type=Path, required=True, help="directory with the three H&M CSV files")
+    p.add_argument("--data", type=Path, required=True,
+                   help="data directory: the three H&M CSV files, or any files its relserve.toml describes")
+    p.add_argument("--spec", type=Path, metavar="FILE",
+                   help="dataset spec (TOML; default: DATA/relserve.toml if present, else the H&M layout)")
     p.add_argument("--task", required=True, choices=[*TASKS, ALL_TASKS], help="task to train, or all")
     p.add_argument("--out", type=Path, required=True, help="artifacts directory (bundles and snapshot)")
     p.add_argument("--epochs", type=int, help=f"most epochs (default: {TaskRecipe.epochs})")
@@ -248,6 +257,7 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
     try:
         config = FitConfig(
             data=args.data, out=args.out, tasks=tuple(TASKS) if args.task == ALL_TASKS else (args.task,),
+            spec=args.spec, all_tasks=args.task == ALL_TASKS,
             epochs=args.epochs, max_train_cutoffs=args.max_train_cutoffs, lr=args.lr,
             fanouts=tuple(args.fanouts) if args.fanouts else None, hidden=args.hidden,
             max_steps_per_epoch=args.max_steps_per_epoch, patience=args.patience, per_day=args.per_day,
@@ -265,9 +275,11 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
 
 
 def check_paths(config: FitConfig) -> None:
-    """Fail early, before any work, on a missing ``--data`` directory or an unwritable ``--out``."""
+    """Fail early, before any work, on a missing ``--data`` or ``--spec`` or an unwritable ``--out``."""
     if not config.data.is_dir():
         raise FitError(f"--data {config.data}: no such directory")
+    if config.spec is not None and not config.spec.is_file():
+        raise FitError(f"--spec {config.spec}: no such file")
     if config.out.exists() and not config.out.is_dir():
         raise FitError(f"--out {config.out}: exists and is not a directory")
     try:

@@ -1,62 +1,49 @@
 """The graph snapshot that training writes beside its bundles, and the task tables built from it.
 
-``<out>/snapshot/`` is built from the CSV files on the first run and reused by later runs (training
-another task into the same artifacts keeps one snapshot, so every bundle there matches it). A
-``source.json`` beside the arrays records the size and sha256 of the CSV files it was built from,
-so a snapshot of other data is refused instead of silently reused.
+``<out>/snapshot/`` is built from the dataset's files on the first run and reused by later runs
+(training another task into the same artifacts keeps one snapshot, so every bundle there matches
+it). A ``source.json`` beside the arrays records the size and sha256 of the files it was built from
+(and of the spec file, if any; see :func:`training.fit.dataset.source_signature`), so a snapshot of
+other data is refused instead of silently reused.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from models.runtime.bundle import SNAPSHOT_DIR
-from models.schema import ARTICLES_CSV, CUSTOMERS_CSV, TRANSACTIONS_CSV
 from models.store.snapshot import GraphSnapshot, SnapshotError
 from models.store.tables import Transactions
-from training.data.common import data_file
 from training.data.load import DataError, load_tables
+from training.data.spec import DatasetSpec
 from training.fit.config import FitError
+from training.fit.dataset import dataset_spec, source_signature
 from training.tasks.definitions import TASKS
 from training.tasks.table import TaskTable, concat_tables
 
 SOURCE_FILE = "source.json"
-CSV_FILES = (CUSTOMERS_CSV, ARTICLES_CSV, TRANSACTIONS_CSV)
 
 
-def csv_signature(data_dir: Path) -> dict[str, dict[str, int | str]]:
-    """Per CSV file, its size and sha256 (what a snapshot records about its source)."""
-    signature = {}
-    for name in CSV_FILES:
-        try:
-            path = data_file(data_dir, name)  # name or name.gz
-        except DataError:
-            raise FitError(f"--data {data_dir}: {name} not found") from None
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 22):
-                digest.update(chunk)
-        signature[name] = {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
-    return signature
-
-
-def prepare_snapshot(data_dir: Path, out: Path, rebuild: bool = False,
-                     progress: bool = True) -> GraphSnapshot:
-    """Open ``<out>/snapshot`` if it was built from these CSV files, else build it there.
+def prepare_snapshot(data_dir: Path, out: Path, rebuild: bool = False, progress: bool = True,
+                     spec: DatasetSpec | None = None) -> GraphSnapshot:
+    """Open ``<out>/snapshot`` if it was built from these files, else build it there.
 
     Args:
-        data_dir: directory of the three CSV files.
+        data_dir: the data directory.
         out: artifacts directory.
         rebuild: build even if a snapshot exists (bundles of other tasks there become stale).
         progress: progress bars on stderr.
+        spec: the dataset's spec (default: the data directory's, see
+            :func:`training.data.spec_file.find_spec`).
 
     Raises:
-        FitError: unreadable CSVs, or an existing snapshot that is corrupt or built from other data.
+        FitError: a bad spec, unreadable files, or an existing snapshot that is corrupt or built
+            from other data.
     """
+    spec = dataset_spec(data_dir, None) if spec is None else spec
     directory = out / SNAPSHOT_DIR
-    signature = csv_signature(data_dir)
+    signature = source_signature(data_dir, spec)
     if directory.exists() and not rebuild:
         try:
             recorded = json.loads((directory / SOURCE_FILE).read_text())
@@ -70,7 +57,7 @@ def prepare_snapshot(data_dir: Path, out: Path, rebuild: bool = False,
         except SnapshotError as exc:
             raise FitError(f"{exc}; use --rebuild-snapshot") from None
     try:
-        tables = load_tables(data_dir, progress=progress)
+        tables = load_tables(data_dir, progress=progress, spec=spec)
     except DataError as exc:
         raise FitError(str(exc)) from None
     (directory / SOURCE_FILE).unlink(missing_ok=True)

@@ -1,7 +1,7 @@
 """Train, evaluate and bundle the relational GNN of each task.
 
-``python -m training.fit --data DIR --task {churn,sales,purchase,all} --out ARTIFACTS [--epochs N]
-[--compile {none,dynamic,buckets}] [--seed S] ...`` (``--help`` lists the rest)
+``python -m training.fit --data DIR [--spec FILE] --task {churn,sales,purchase,all} --out ARTIFACTS
+[--epochs N] [--compile {none,dynamic,buckets}] [--seed S] ...`` (``--help`` lists the rest)
 
 For each task: build the task tables from the graph snapshot, train (one progress bar per
 epoch), keep the epoch with the best validation score (measured through the serving inference
@@ -39,6 +39,7 @@ from training.fit.budget import TimeBudget, estimate_task, minutes
 from training.fit.calibrate import calibrated_metrics
 from training.fit.config import FitConfig, FitError, parse_args
 from training.fit.data import prepare_snapshot, task_splits
+from training.fit.dataset import dataset_spec, trainable_tasks
 from training.fit.evaluate import Metrics, evaluate_baselines, evaluate_model
 from training.fit.loop import LRSchedule, Trainer
 from training.fit.report import baseline_warning, metrics_document, results_table, split_result
@@ -192,12 +193,17 @@ def main(argv: list[str] | None = None) -> int:
     if config.threads:
         torch.set_num_threads(config.threads)
     try:
+        spec = dataset_spec(config.data, config.spec)
+        tasks, skipped = trainable_tasks(config.tasks, spec, config.all_tasks)
+        for line in skipped if main_rank else ():
+            print(f"{PROG}: warning: {line}", file=sys.stderr, flush=True)
         with distributed.main_first():
-            snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress)
+            snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress,
+                                        spec)
         tx = sort_by_day(snapshot.transactions())  # once: the tasks and baselines read day windows
         seconds = None if config.time_budget is None else config.time_budget * 60
-        budget = TimeBudget(seconds, len(config.tasks))
-        documents = [fit_task(config, task, snapshot, tx, budget) for task in config.tasks]
+        budget = TimeBudget(seconds, len(tasks))
+        documents = [fit_task(config, task, snapshot, tx, budget) for task in tasks]
     except FitError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
