@@ -1,0 +1,182 @@
+"""Loading through a spec: ids of any shape, CSV / CSV.gz / Parquet alike, times, filters, values, errors."""
+
+from __future__ import annotations
+
+import gzip
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+import pytest
+
+from models.schema import day_number
+from training.data.load import DataError, load_tables
+
+SPEC = """[transactions]
+file = "{file}"
+customer = "Customer ID"
+article = "StockCode"
+time = "InvoiceDate"
+{extra}
+"""
+
+
+def write(directory: Path, table: pa.Table, file_format: str = "csv", spec_extra: str = "",
+          name: str = "orders") -> Path:
+    """``table`` as ``directory/name.<file_format>`` with a relserve.toml deriving both node tables."""
+    directory.mkdir(parents=True, exist_ok=True)
+    file = f"{name}.{file_format}"
+    if file_format == "parquet":
+        pq.write_table(table, directory / file)
+    else:
+        pa_csv.write_csv(table, directory / "plain.csv")
+        data = (directory / "plain.csv").read_bytes()
+        (directory / "plain.csv").unlink()
+        (directory / file).write_bytes(gzip.compress(data) if file_format == "csv.gz" else data)
+    (directory / "relserve.toml").write_text(SPEC.format(file=file, extra=spec_extra))
+    return directory
+
+
+def orders(**columns: list) -> pa.Table:
+    base = {"Customer ID": ["c1", "c2", "c1"], "StockCode": ["85123A", "POST", "85123A"],
+            "InvoiceDate": ["2010-12-01 07:45:00", "2010-12-01 23:59:59", "2010-12-02 00:00:00"],
+            "Price": [2.55, 18.0, 2.55], "Quantity": [6, 1, -6], "Invoice": ["489434", "489435", "C489436"]}
+    return pa.table(base | columns)
+
+
+def load(directory: Path, **kwargs):
+    return load_tables(directory, progress=False, **kwargs)
+
+
+def decoded(ids: np.ndarray) -> list[str]:
+    return [bytes(i).decode() for i in ids]
+
+
+@pytest.mark.parametrize("file_format", ["csv", "parquet"])
+def test_integer_customer_ids_and_sku_article_ids(tmp_path: Path, file_format: str) -> None:
+    table = orders(**{"Customer ID": [13085, 7, 13085], "StockCode": ["85123A", "0108775015", "85123A"]})
+    tables = load(write(tmp_path, table, file_format))
+    customers, articles, tx = tables.customers, tables.articles, tables.transactions
+    assert decoded(customers.ids) == ["13085", "7"] and customers.ids.dtype == np.dtype("S5")
+    assert decoded(articles.ids) == ["0108775015", "85123A"]  # leading zero and letters kept
+    assert customers.lookup(["13085", "7", "1308"]).tolist() == [0, 1, -1]
+    assert decoded(customers.ids[tx.customer]) == ["13085", "7", "13085"]
+    assert decoded(articles.ids[tx.article]) == ["85123A", "0108775015", "85123A"]
+
+
+def test_uuid_and_unicode_ids(tmp_path: Path) -> None:
+    people = [str(uuid.UUID(int=k * 7919)) for k in (3, 1, 2)]
+    skus = ["Tasse-ß", "茶碗", "mug"]
+    tables = load(write(tmp_path, orders(**{"Customer ID": people, "StockCode": skus}), "parquet"))
+    assert decoded(tables.customers.ids) == sorted(people) and tables.customers.ids.dtype == np.dtype("S36")
+    assert tables.articles.lookup(skus).tolist() == [0, 2, 1]  # bytewise UTF-8 order: 'T' < 'm' < '茶'
+    assert decoded(tables.articles.ids[tables.transactions.article]) == skus
+
+
+def test_whole_floats_as_ids_are_integers(tmp_path: Path) -> None:
+    """A pandas export of integer ids with gaps writes 13085.0: the id is 13085, in either format."""
+    for file_format, ids in (("csv", ["13085.0", "7.0", "13085.0"]), ("parquet", [13085.0, 7.0, 13085.0])):
+        tables = load(write(tmp_path / file_format, orders(**{"Customer ID": ids}), file_format))
+        assert decoded(tables.customers.ids) == ["13085", "7"]
+
+
+def test_csv_gzip_and_parquet_give_equal_tables(tmp_path: Path) -> None:
+    extra = ('price = "Price"\nquantity = "Quantity"\nfilter = ["Quantity > 0"]\n'
+             '[customers]\nfrom = "transactions"')
+    table = orders(Country=["UK", "FR", "UK"])
+    loaded = [load(write(tmp_path / f, table, f, extra + '\nfeatures = ["Country"]\n'))
+              for f in ("csv", "csv.gz", "parquet")]
+    for other in loaded[1:]:
+        for name in ("customers", "articles"):
+            a, b = getattr(loaded[0], name), getattr(other, name)
+            for field in ("ids", "categorical", "numeric"):
+                np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+        for field in ("customer", "article", "day", "price"):
+            expected = getattr(loaded[0].transactions, field)
+            np.testing.assert_array_equal(expected, getattr(other.transactions, field))
+
+
+@pytest.mark.parametrize(("times", "spec_extra"), [
+    (["2010-12-01 07:45:00", "2010-12-01T23:59:59.5", "2010-12-02"], ""),
+    (["2010-12-01", "2010-12-01", "2010-12-02"], ""),
+    (["1/12/2010 7:45", "01/12/2010 23:59", "2/12/2010 0:00"], 'time_format = "%d/%m/%Y %H:%M"'),
+    (["1291189500", "1291247999", "1291248000"], ""),  # epoch seconds
+    (["2010-12-01T07:45:00Z", "2010-12-02T01:59:59+02:00", "2010-12-01T22:00:00-02:00"], ""),  # UTC days
+], ids=["iso-datetime", "iso-date", "format", "epoch", "zoned"])
+def test_times_with_time_of_day_bucket_to_days(tmp_path: Path, times: list[str], spec_extra: str) -> None:
+    day = load(write(tmp_path, orders(InvoiceDate=times), spec_extra=spec_extra)).transactions.day
+    first = day_number("2010-12-01")
+    assert day.dtype == np.int32 and day.tolist() == [first, first, first + 1]
+
+
+def test_parquet_timestamps_and_dates_are_read_as_they_are(tmp_path: Path) -> None:
+    times = ["2010-12-01T07:45", "2010-12-01T23:59", "2010-12-02T00:00"]
+    stamps = pa.array(np.array(times, "datetime64[ms]"))
+    for name, column in (("stamps", stamps), ("dates", stamps.cast(pa.date32()))):
+        day = load(write(tmp_path / name, orders(InvoiceDate=column), "parquet")).transactions.day
+        assert day.tolist() == [day_number("2010-12-01")] * 2 + [day_number("2010-12-02")]
+
+
+def test_filters_drop_the_right_rows(tmp_path: Path) -> None:
+    table = orders(**{"Customer ID": ["c1", None, "c1", "c2"], "StockCode": ["A", "B", "C", "D"],
+                      "InvoiceDate": ["2010-12-01"] * 4, "Price": [1.0, 2.0, 3.0, 0.0],
+                      "Quantity": [1, 1, -1, 2],
+                      "Invoice": ["1", "2", "C3", "4"]})
+    conditions = '"Customer ID != null", "Quantity > 0", "Price > 0", "Invoice !~ ^C"'
+    tables = load(write(tmp_path, table, spec_extra=f'price = "Price"\nfilter = [{conditions}]'))
+    assert decoded(tables.articles.ids) == ["A"] and tables.transactions.price.tolist() == [1.0]
+    for conditions, kept in (("\"StockCode == 'D'\"", ["D"]),
+                             ('"Quantity == 1", "Invoice ~ ^[0-9]+$"', ["A"]),
+                             ('"StockCode ~ [CD]", "Price <= 2"', ["D"])):
+        extra = f"filter = [{conditions}, \"Customer ID != null\"]"
+        assert decoded(load(write(tmp_path / "more", table, spec_extra=extra)).articles.ids) == kept
+
+
+@pytest.mark.parametrize(("spec_extra", "values"), [
+    ('price = "Price"', [2.55, 18.0, 2.55]),
+    ('price = "Price"\nquantity = "Quantity"', [2.55 * 6, 18.0, -2.55 * 6]),
+    ('amount = "Price"', [2.55, 18.0, 2.55]),
+    ("", [1.0, 1.0, 1.0]),
+], ids=["price", "price-times-quantity", "amount", "count-only"])
+def test_the_value_of_a_line(tmp_path: Path, spec_extra: str, values: list[float]) -> None:
+    price = load(write(tmp_path, orders(), spec_extra=spec_extra)).transactions.price
+    assert price.dtype == np.float32
+    np.testing.assert_allclose(price, values, rtol=1e-6)
+
+
+@pytest.mark.parametrize(("file_format", "column", "value", "expected"), [
+    ("csv", "Customer ID", "x" * 129, "orders.csv: line 3: Customer ID 'xxxx"),
+    ("csv", "InvoiceDate", "2010-13-45 10:00", "orders.csv: line 3: cannot parse InvoiceDate value "
+                                               "'2010-13-45 10:00' as a date or date and time"),
+    ("parquet", "Price", "cheap", "orders.parquet: row 2: cannot parse Price value 'cheap' as a number"),
+    ("csv", "Customer ID", None, "orders.csv: line 3: empty Customer ID"),
+], ids=["long-id", "bad-time", "parquet-bad-number", "empty-id"])
+def test_errors_name_the_file_and_the_row(tmp_path: Path, file_format: str, column: str, value: object,
+                                          expected: str) -> None:
+    table = orders(Price=["2.55", "18", "2.55"])
+    values = table[column].to_pylist()
+    values[1] = value
+    table = table.set_column(table.schema.get_field_index(column), column, pa.array(values, pa.string()))
+    with pytest.raises(DataError) as err:
+        load(write(tmp_path, table, file_format, spec_extra='price = "Price"'))
+    assert str(err.value).startswith(expected)
+    if column == "Customer ID" and value:
+        assert str(err.value).endswith("is 129 bytes, longer than 128")
+
+
+def test_epoch_milliseconds_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"line 2: InvoiceDate is read as epoch seconds .* milliseconds"):
+        load(write(tmp_path, orders(InvoiceDate=["1291189500000"] * 3)))
+
+
+def test_a_time_of_no_known_form_asks_for_a_format(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="cannot infer the form of time column InvoiceDate from '12/1/2010 "):
+        load(write(tmp_path, orders(InvoiceDate=["12/1/2010 7:45"] * 3)))
+
+
+def test_a_filter_that_keeps_nothing_says_so(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"^orders.csv: none of the 3 rows passes the filter$"):
+        load(write(tmp_path, orders(), spec_extra='filter = ["Quantity > 100"]'))
