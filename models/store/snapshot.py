@@ -7,6 +7,7 @@ never copied: several processes share one copy in the page cache and opening is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ import numpy as np
 from torch import Tensor
 
 from models.progress import progress_bar
-from models.schema import ARTICLE, CUSTOMER, NODE_TYPES
+from models.schema import ARTICLE, CUSTOMER, MAX_ID_BYTES, NODE_TYPES
 from models.store.csr import TemporalCSR, sort_edges
+from models.store.ids import Id, lookup_sorted
 from models.store.snapshot_files import (
     DIRECTIONS,
     FORMAT_VERSION,
@@ -33,7 +35,7 @@ from models.store.snapshot_files import (
     write_meta,
 )
 from models.store.snapshot_prefix import SnapshotPrefix, compute_prefix, prefix_digest, snapshot_prefix
-from models.store.tables import NodeTable, RelTables, Transactions, lookup_sorted
+from models.store.tables import NodeTable, RelTables, Transactions
 
 __all__ = ["GraphSnapshot", "SnapshotError"]
 
@@ -44,7 +46,8 @@ class GraphSnapshot:
 
     Args:
         directory: where the arrays live.
-        ids: per node type, ``(N_t,)`` sorted fixed-width bytes ids; dense index = rank.
+        ids: per node type, ``(N_t,)`` sorted ``S<w>`` ids as in the data (UTF-8, any width up to
+            :data:`models.schema.MAX_ID_BYTES`; see :mod:`models.store.ids`); dense index = rank.
         categorical: per node type, ``(N_t, C_t)`` int64 codes (``0`` = missing).
         numeric: per node type, ``(N_t, F_t)`` float32 standardised features.
         categorical_names: per node type, the ``C_t`` column names.
@@ -94,8 +97,9 @@ class GraphSnapshot:
     def num_transactions(self) -> int:
         return int(self.price.numel())
 
-    def lookup(self, node_type: str, ids: np.ndarray | list[str] | list[bytes]) -> np.ndarray:
-        """``(K,)`` int64 dense indices of string ids of ``node_type``; ``-1`` where unknown."""
+    def lookup(self, node_type: str, ids: np.ndarray | Sequence[Id]) -> np.ndarray:
+        """``(K,)`` int64 dense indices of ids (``str``, ``int`` or ``bytes``) of ``node_type``; ``-1``
+        where unknown."""
         return lookup_sorted(self.ids[node_type], ids)
 
     def transactions(self) -> Transactions:
@@ -261,8 +265,12 @@ def _check_tables(nodes: dict[str, NodeTable], tx: Transactions) -> None:
         ids = table.ids
         if ids.dtype.kind != "S" or ids.ndim != 1:
             raise ValueError(f"{t} ids must be a 1-d fixed-width bytes array, got {ids.dtype} {ids.shape}")
+        if ids.dtype.itemsize > MAX_ID_BYTES and int(np.char.str_len(ids).max(initial=0)) > MAX_ID_BYTES:
+            raise ValueError(f"{t} ids must be at most {MAX_ID_BYTES} bytes each, got {ids.dtype}")
         if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):
             raise ValueError(f"{t} ids must be sorted and unique")
+        if len(ids) and ids[0] == b"":  # sorted: an empty id would come first
+            raise ValueError(f"{t} ids must not be empty")
         if table.categorical.shape[0] != len(ids) or table.numeric.shape[0] != len(ids):
             raise ValueError(f"{t} feature rows differ from the number of ids ({len(ids)})")
     if len(tx) == 0:

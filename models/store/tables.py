@@ -1,15 +1,19 @@
 """Typed in-memory tables: what the CSV loader produces and the graph snapshot consumes.
 
-Ids are dense int indices into ``NodeTable.ids``, which holds the original string ids
-sorted bytewise, so an id's index is its rank and lookups are a binary search
-(:meth:`NodeTable.lookup`) over an array that can stay memory-mapped.
+Ids are dense int indices into ``NodeTable.ids``, which holds the original ids (any text of at
+most :data:`models.schema.MAX_ID_BYTES` UTF-8 bytes; see :mod:`models.store.ids`) sorted bytewise,
+so an id's index is its rank and lookups are a binary search (:meth:`NodeTable.lookup`) over an
+array that can stay memory-mapped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from models.store.ids import Id, lookup_sorted
 
 
 @dataclass
@@ -17,7 +21,7 @@ class NodeTable:
     """One entity table (customers or articles) as feature arrays.
 
     Args:
-        ids: ``(N,)`` fixed-width bytes (``S64`` customers, ``S10`` articles), sorted ascending, unique.
+        ids: ``(N,)`` ``S<w>`` UTF-8 ids (``w`` the longest), sorted ascending, unique, none empty.
         categorical: ``(N, C)`` int64 codes, ``0`` = missing, ``1..cardinality[c]`` = a value.
         numeric: ``(N, F)`` float32, standardised, no NaN (missing -> 0 with a flag column).
         categorical_names: the ``C`` source column names.
@@ -35,33 +39,17 @@ class NodeTable:
     def __len__(self) -> int:
         return int(self.ids.shape[0])
 
-    def lookup(self, ids: np.ndarray | list[str] | list[bytes]) -> np.ndarray:
-        """Dense indices for string ids; ``-1`` where an id is unknown.
+    def lookup(self, ids: np.ndarray | Sequence[Id]) -> np.ndarray:
+        """Dense indices for ids; ``-1`` where an id is unknown.
 
         Args:
-            ids: ``(K,)`` ids as ``str`` or ``bytes``.
+            ids: ``(K,)`` ids as ``str``, ``int`` (its decimal digits) or ``bytes`` (see
+                :func:`models.store.ids.lookup_sorted`).
 
         Returns:
             ``(K,)`` int64 indices into this table.
         """
         return lookup_sorted(self.ids, ids)
-
-
-def lookup_sorted(sorted_ids: np.ndarray, ids: np.ndarray | list[str] | list[bytes]) -> np.ndarray:
-    """Binary-search ``ids`` in a sorted fixed-width bytes array; ``-1`` for unknown ids.
-
-    An id longer than the array's width is unknown (numpy would silently truncate it).
-    """
-    width = sorted_ids.dtype.itemsize
-    raw = [i.encode("utf-8", "replace") if isinstance(i, str) else bytes(i) for i in ids]
-    fits = np.fromiter((len(r) <= width for r in raw), dtype=bool, count=len(raw))
-    query = np.asarray([r if f else b"" for r, f in zip(raw, fits, strict=True)], dtype=sorted_ids.dtype)
-    if len(sorted_ids) == 0 or len(query) == 0:
-        return np.full(len(query), -1, dtype=np.int64)
-    pos = np.searchsorted(sorted_ids, query)
-    pos_c = np.minimum(pos, len(sorted_ids) - 1)
-    found = fits & (pos < len(sorted_ids)) & (sorted_ids[pos_c] == query)
-    return np.where(found, pos_c, -1).astype(np.int64)
 
 
 @dataclass
@@ -86,7 +74,7 @@ class Transactions:
 
 @dataclass
 class RelTables:
-    """The three H&M tables, typed and indexed."""
+    """The customers, articles and transactions tables, typed and indexed."""
 
     customers: NodeTable
     articles: NodeTable
