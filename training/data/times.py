@@ -79,8 +79,8 @@ def _cast(text: pa.Array, kind: pa.DataType) -> pa.Array:
 
 
 DATE_FORM = TimeForm(pa.date32(), "a date (YYYY-MM-DD)")
-DATETIME_FORM = TimeForm(pa.timestamp("ms"), "a date or date and time (ISO 8601, e.g. 2010-12-01 08:26:00)")
-ZONED_FORM = TimeForm(pa.timestamp("ms", "UTC"), "a date and time with a zone offset (ISO 8601)")
+DATETIME_FORM = TimeForm(pa.timestamp("us"), "a date or date and time (ISO 8601, e.g. 2010-12-01 08:26:00)")
+ZONED_FORM = TimeForm(pa.timestamp("us", "UTC"), "a date and time with a zone offset (ISO 8601)")
 EPOCH_FORM = TimeForm(pa.int64(), "an integer (epoch seconds)", epoch=True)
 
 
