@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from models.registry import TASKS, TaskSpec
 from models.runtime.inference import InferenceResult, TaskInference
 from models.schema import ARTICLE
+from models.store.ids import id_text
 from models.store.snapshot import GraphSnapshot
 from serve.batching import BlockingBatchedLoop
 from serve.encode import json_response
@@ -139,7 +140,8 @@ class TaskAPI(ls.LitAPI):
     def respond(self, output: tuple[Query, dict[str, Any] | None]) -> Response:
         query, answer = output
         if answer is None:
-            return JSONResponse({"detail": f"unknown {self.id_field} {query.id!r}"}, status_code=404)
+            # !a: an id is any text, and a message shows no control or bidi characters.
+            return JSONResponse({"detail": f"unknown {self.id_field} {query.id!a}"}, status_code=404)
         return json_response(answer)
 
 
@@ -163,7 +165,7 @@ class RankAPI(TaskAPI):
         scores, articles = result.scores.tolist(), result.articles.tolist()
         field = self.task_spec.value_field
         return [{self.task_spec.id_field: q.id,
-                 field: [{"article_id": article_ids[a].decode("ascii"), "score": s}
+                 field: [{"article_id": id_text(article_ids[a]), "score": s}
                          for a, s in zip(row_articles[: q.k], row_scores[: q.k], strict=True)]}
                 for q, row_scores, row_articles in zip(queries, scores, articles, strict=True)]
 

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from serve.schemas import ID_FORMATS, ErrorBody
+from serve.schemas import ErrorBody
 
 MAX_PROBLEMS = 5  # a body with 4000 unknown fields gets 5 sentences, not 4000
 MAX_QUOTED = 24
@@ -58,11 +58,6 @@ def describe_error(error: dict[str, Any]) -> str:
         return f"{field}: field required"
     if kind == "extra_forbidden":
         return f"{field}: unexpected field"
-    if kind == "string_pattern_mismatch":
-        pattern, value = error.get("ctx", {}).get("pattern", ""), str(error.get("input", ""))
-        if pattern in ID_FORMATS:
-            return f"{field}: must be {ID_FORMATS[pattern].description}, {ID_FORMATS[pattern].problem(value)}"
-        return f"{field}: must match {pattern}, got {quote(value)}"
     return f"{field}: {error.get('msg', 'invalid value')}"
 
 

@@ -2,62 +2,74 @@
 
 The request models are the annotations of each API's ``decode_request``, so FastAPI validates
 a body in the API server process and answers 422 before the request is queued: a malformed
-request never reaches, and so never fails, a batch.
+request never reaches, and so never fails, a batch. An id is the data's own (docs/ids.md): any
+string, or an integer standing for its decimal digits, of at most ``MAX_ID_BYTES`` UTF-8 bytes;
+whether the snapshot holds it is the worker's question (404), not the schema's.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, create_model
+from pydantic_core import PydanticCustomError
 
 from models.registry import BINARY, LINK, REGRESSION, TASKS, TaskSpec
-from models.schema import ARTICLE, ARTICLE_ID_LEN, CUSTOMER, CUSTOMER_ID_LEN
+from models.schema import ARTICLE, CUSTOMER, MAX_ID_BYTES
 
 MAX_K = 100
 DEFAULT_K = 12
 
+_ID_DESCRIPTION = (f"The id as in the data: a string, or an integer (read as its decimal digits); "
+                   f"non-empty, at most {MAX_ID_BYTES} bytes in UTF-8.")
+_ID_SCHEMA = {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}]}
+_JSON_KINDS = {type(None): "null", bool: "a boolean", float: "a number with a fraction or exponent",
+               list: "a list", dict: "an object"}
+_MAX_ID_BITS = 4 * MAX_ID_BYTES  # an integer of more bits has more than MAX_ID_BYTES digits
 
-@dataclass(frozen=True)
-class IdFormat:
-    """A fixed-length id over one character class, e.g. 64 lowercase hex characters.
+
+def _id_error(message: str, **context: Any) -> PydanticCustomError:
+    return PydanticCustomError("entity_id", message, context)
+
+
+def entity_id(value: Any) -> str:
+    """An id field's value as the text the snapshot stores: a string as is, an integer as its digits.
 
     Args:
-        length: number of characters.
-        characters: a regex character class body, e.g. ``"0-9a-f"``.
-        name: what the characters are, for messages.
+        value: the JSON value sent.
+
+    Raises:
+        PydanticCustomError: (``entity_id``) not a string or an integer, empty, longer than
+            :data:`models.schema.MAX_ID_BYTES` UTF-8 bytes, or not unicode text (a lone surrogate);
+            the message is the sentence the 422 answer shows after the field name.
     """
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > _MAX_ID_BITS:  # before str(): it is quadratic in the digits
+            raise _id_error(f"must be at most {MAX_ID_BYTES} bytes in UTF-8, got an integer of more digits")
+        text = str(value)
+    else:
+        kind = _JSON_KINDS.get(type(value), type(value).__name__)
+        raise _id_error("must be a string or an integer, got {kind}", kind=kind)
+    if not text:
+        raise _id_error("must not be empty")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as e:
+        raise _id_error("must be unicode text, got a lone surrogate {char} at position {position}",
+                        char=ascii(text[e.start]), position=e.start) from None
+    if size > MAX_ID_BYTES:
+        raise _id_error(f"must be at most {MAX_ID_BYTES} bytes in UTF-8, got {{size}} bytes", size=size)
+    return text
 
-    length: int
-    characters: str
-    name: str
 
-    @property
-    def pattern(self) -> str:
-        return f"^[{self.characters}]{{{self.length}}}$"
-
-    @property
-    def description(self) -> str:
-        return f"{self.length} {self.name}"
-
-    def problem(self, value: str) -> str:
-        """Why ``value`` does not match, without quoting more than one of its characters."""
-        if len(value) != self.length:
-            return f"got {len(value)} character{'' if len(value) == 1 else 's'}"
-        allowed = re.compile(f"[{self.characters}]")
-        bad = next(((i, c) for i, c in enumerate(value) if not allowed.fullmatch(c)), None)
-        return f"got {bad[1]!a} at position {bad[0]}" if bad else "got a string that does not match"
-
-
-CUSTOMER_ID = IdFormat(CUSTOMER_ID_LEN, "0-9a-f", "lowercase hex characters")
-ARTICLE_ID = IdFormat(ARTICLE_ID_LEN, "0-9", "digits (keep the leading zero)")
-ID_FORMATS = {f.pattern: f for f in (CUSTOMER_ID, ARTICLE_ID)}
-
-_CUSTOMER_ID = Field(pattern=CUSTOMER_ID.pattern, description=CUSTOMER_ID.description + ".",
-                     examples=["00000dbacae5abe5e23885899a1fa44253a17956c6d1c3d25f88aa139fdfc657"])
-_ARTICLE_ID = Field(pattern=ARTICLE_ID.pattern, description=ARTICLE_ID.description + ".",
-                    examples=["0108775015"])
+EntityId = Annotated[str, PlainValidator(entity_id), WithJsonSchema(_ID_SCHEMA)]
+"""The type of a request's id field (see :func:`entity_id`)."""
+_ID_EXAMPLES = {CUSTOMER: ["13085", 13085, "3f2a6c1e-7b1d-4c55-9e0a-2d9b5e1f4a77"],
+                ARTICLE: ["85123A", "0108775015"]}
+_ID_FIELDS = {entity: Field(description=_ID_DESCRIPTION, examples=examples)
+              for entity, examples in _ID_EXAMPLES.items()}
 
 
 class _Strict(BaseModel):
@@ -69,13 +81,12 @@ class ScoredArticle(BaseModel):
     score: float
 
 
-_ID_FIELDS = {CUSTOMER: _CUSTOMER_ID, ARTICLE: _ARTICLE_ID}
 _VALUES = {BINARY: (float, Field(ge=0.0, le=1.0)), REGRESSION: (float, Field(ge=0.0)),
            LINK: (list[ScoredArticle], Field(description="Top-k articles, highest score first."))}
 
 
 def _request(spec: TaskSpec) -> type[BaseModel]:
-    fields: dict = {spec.id_field: (str, _ID_FIELDS[spec.entity_type])}
+    fields: dict = {spec.id_field: (EntityId, _ID_FIELDS[spec.entity_type])}
     if spec.ranks:
         fields["k"] = (int, Field(default=DEFAULT_K, ge=1, le=MAX_K, strict=True))
     return create_model(f"{spec.name.capitalize()}Request", __base__=_Strict,
