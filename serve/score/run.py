@@ -77,14 +77,22 @@ def batches(inference: TaskInference, batch_size: int,
 
 
 class _Sink:
-    """A streaming CSV or Parquet writer over an open binary file."""
+    """A streaming CSV or Parquet writer over an open binary file.
 
-    def __init__(self, file: BinaryIO, schema: pa.Schema, fmt: str) -> None:
+    Args:
+        file: where to write.
+        schema: the columns.
+        fmt: ``"csv"`` or ``"parquet"``.
+        quote: CSV only: quote the string values (some hold a comma, a quote or a line break).
+    """
+
+    def __init__(self, file: BinaryIO, schema: pa.Schema, fmt: str, quote: bool = False) -> None:
         if fmt == "csv":
-            # Header written here: Arrow quotes the names, Kaggle's files do not. H&M ids never hold
-            # a comma or a quote; Arrow refuses one (ArrowInvalid) rather than write it unquoted.
+            # Header written here: Arrow quotes the names, Kaggle's files do not. Values are quoted
+            # only when an id needs it (``quote``): then Arrow quotes every string, as it can only
+            # do; otherwise none, as in Kaggle's files.
             file.write((",".join(schema.names) + "\n").encode())
-            options = pa_csv.WriteOptions(include_header=False, quoting_style="none")
+            options = pa_csv.WriteOptions(include_header=False, quoting_style="needed" if quote else "none")
             self.writer = pa_csv.CSVWriter(file, schema, write_options=options)
         else:
             self.writer = pq.ParquetWriter(file, schema, compression="zstd")
@@ -115,7 +123,7 @@ def score_to_file(inference: TaskInference, path: Path, fmt: str = "csv", batch_
     start, rows, padding, runs = time.perf_counter(), 0, 0.0, 0
     with atomic_open(path) as file, progress_bar(total=total, desc=inference.task, unit=unit, unit_scale=True,
                                                  enabled=progress, smoothing=0.1) as bar:
-        sink = _Sink(file, builder.schema, fmt)
+        sink = _Sink(file, builder.schema, fmt, quote=fmt == "csv" and builder.needs_quotes)
         for entity, result in batches(inference, batch_size):
             sink.write(builder(entity, result))
             rows, padding, runs = rows + len(entity), padding + result.padding_ratio, runs + 1

@@ -7,7 +7,10 @@ names and values:
 churn     ``customer_id, churn_probability, active_last_7d``
 sales     ``article_id, sales_7d``
 purchase  ``customer_id, prediction``: the Kaggle H&M submission format, ``prediction`` being the
-          ``k`` best article ids (as in ``articles.csv``, leading zero kept) separated by spaces.
+          ``k`` best article ids separated by spaces.
+
+Ids are written as the data has them (the snapshot's text, decoded as UTF-8): ``13085``,
+``85123A``, ``0108775015`` with its leading zero.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from torch import Tensor
 from models.registry import TASKS
 from models.runtime.inference import InferenceResult
 from models.schema import ARTICLE
+from models.store.ids import ids_text
 from models.store.snapshot import GraphSnapshot
 
 SUBMISSION_FIELD = "prediction"  # Kaggle's column name for the space-separated article ids
@@ -31,6 +35,16 @@ def schema(task: str) -> pa.Schema:
     value = (SUBMISSION_FIELD, pa.string()) if spec.ranks else (spec.value_field, pa.float32())
     extra = [(f.name, ARROW_TYPES[f.dtype]) for f in spec.answer_fields]
     return pa.schema([(spec.id_field, pa.string()), value, *extra])
+
+
+_CSV_SPECIAL = np.zeros(256, dtype=bool)
+_CSV_SPECIAL[list(b',"\r\n')] = True
+
+
+def _needs_quotes(ids: np.ndarray, chunk: int = 1 << 16) -> bool:
+    """Whether any of ``(N,)`` ``S<w>`` ids holds a byte a CSV field must be quoted for (by chunks:
+    a whole table's bytes would be a large temporary)."""
+    return any(bool(_CSV_SPECIAL[ids[i : i + chunk].view(np.uint8)].any()) for i in range(0, len(ids), chunk))
 
 
 class TableBuilder:
@@ -46,12 +60,18 @@ class TableBuilder:
         self.spec = TASKS[task]
         self.schema = schema(task)
         self.ids = snapshot.ids[self.spec.entity_type]
+        self.article_ids = snapshot.ids[ARTICLE]
         # Decoded once: a purchase batch names 12 articles per row from these.
-        self.article_names = snapshot.ids[ARTICLE].astype(str).tolist() if self.spec.ranks else []
+        self.article_names = ids_text(snapshot.ids[ARTICLE]) if self.spec.ranks else []
+
+    @property
+    def needs_quotes(self) -> bool:
+        """Whether an id this task writes holds a comma, a quote or a line break (a CSV must quote it)."""
+        return _needs_quotes(self.ids) or (self.spec.ranks and _needs_quotes(self.article_ids))
 
     def __call__(self, entity: Tensor, result: InferenceResult) -> pa.Table:
         """Rows for ``entity`` ``(B,)`` dense indices and their :meth:`TaskInference.run` result."""
-        ids = pa.array(self.ids[entity.numpy()].astype(str), pa.string())
+        ids = pa.array(ids_text(self.ids[entity.numpy()]), pa.string())
         if self.spec.ranks:
             names = self.article_names
             predictions = [" ".join([names[a] for a in row]) for row in result.articles.tolist()]
