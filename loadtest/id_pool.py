@@ -1,4 +1,4 @@
-"""The ids a load test asks about: served ids ranked by popularity, and well-formed ids that are absent.
+"""The ids a load test asks about: served ids ranked by popularity, and ids of their shape that are absent.
 
 Built once from the memory-mapped graph snapshot by the runner and saved as a small JSON file,
 so Locust's process reads a few hundred kilobytes instead of importing torch and the snapshot.
@@ -7,14 +7,14 @@ so Locust's process reads a few hundred kilobytes instead of importing torch and
 from __future__ import annotations
 
 import json
-import string
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from models.schema import ARTICLE, ARTICLE_ID_LEN, CUSTOMER, CUSTOMER_ID_LEN
+from models.schema import ARTICLE, CUSTOMER, MAX_ID_BYTES
+from models.store.ids import ids_text
 
 if TYPE_CHECKING:
     from models.store.snapshot import GraphSnapshot
@@ -35,8 +35,8 @@ class IdPool:
     Args:
         customers: served customer ids, most active first (the Zipf rank order).
         articles: served article ids, best-selling first.
-        unknown_customers: well-formed customer ids the snapshot does not hold (answered 404).
-        unknown_articles: well-formed article ids the snapshot does not hold.
+        unknown_customers: customer ids the snapshot does not hold (answered 404), shaped like its own.
+        unknown_articles: article ids the snapshot does not hold, shaped like its own.
         num_articles: articles in the snapshot (the longest possible purchase list).
     """
 
@@ -86,20 +86,34 @@ class IdPool:
                 raise IdPoolError(f"{snapshot_dir}: the snapshot holds no {node_type} ids")
             degree = np.diff(snapshot.adjacency[direction].rowptr.numpy())
             order = np.lexsort((rng.permutation(len(ids)), -degree))[:max_ids]
-            ranked[node_type] = [bytes(i).decode("ascii") for i in ids[order]]
+            ranked[node_type] = ids_text(ids[order])
         return cls(
             customers=ranked[CUSTOMER],
             articles=ranked[ARTICLE],
-            unknown_customers=_absent_ids(snapshot, CUSTOMER, string.hexdigits[:16], CUSTOMER_ID_LEN, rng),
-            unknown_articles=_absent_ids(snapshot, ARTICLE, string.digits, ARTICLE_ID_LEN, rng),
+            unknown_customers=_absent_ids(snapshot, CUSTOMER, ranked[CUSTOMER], rng),
+            unknown_articles=_absent_ids(snapshot, ARTICLE, ranked[ARTICLE], rng),
             num_articles=len(snapshot.ids[ARTICLE]),
         )
 
 
-def _absent_ids(snapshot: GraphSnapshot, node_type: str, alphabet: str, length: int,
+def _absent_ids(snapshot: GraphSnapshot, node_type: str, known: list[str],
                 rng: np.random.Generator) -> list[str]:
-    """Random well-formed ids that the snapshot does not hold."""
-    letters = np.array(list(alphabet))
-    candidates = ["".join(rng.choice(letters, length)) for _ in range(2 * UNKNOWN_IDS)]
+    """Ids the snapshot does not hold, shaped like ``known`` (served ids of ``node_type``).
+
+    Each is a known id with its characters shuffled or one of them replaced by another character
+    of the known ids: 64 hex characters stay 64 hex characters, ``85123A`` becomes ``8512A3`` or
+    ``85133A``. If the snapshot holds every such variant (a tiny one), ``unknown-<n>`` ids do.
+    """
+    alphabet = sorted(set("".join(known[:1000])))
+    candidates = []
+    for source in rng.choice(known, 4 * UNKNOWN_IDS).tolist():
+        chars = list(source)
+        if rng.random() < 0.5:
+            rng.shuffle(chars)
+        else:
+            chars[int(rng.integers(len(chars)))] = alphabet[int(rng.integers(len(alphabet)))]
+        candidates.append("".join(chars))
+    candidates += [f"unknown-{n}" for n in range(2 * UNKNOWN_IDS)]
+    candidates = [c for c in dict.fromkeys(candidates) if len(c.encode()) <= MAX_ID_BYTES]
     found = snapshot.lookup(node_type, candidates)
     return [c for c, index in zip(candidates, found, strict=True) if index < 0][:UNKNOWN_IDS]

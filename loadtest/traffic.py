@@ -17,7 +17,7 @@ from typing import Any
 
 from loadtest.id_pool import IdPool
 from models.registry import BINARY, REGRESSION, TASKS
-from models.schema import ARTICLE
+from models.schema import ARTICLE, MAX_ID_BYTES
 from serve.schemas import DEFAULT_K, MAX_K
 
 TASK_PATHS = {name: spec.path for name, spec in TASKS.items()}
@@ -108,8 +108,12 @@ def _extra_field(t: Traffic, task: str, rng: random.Random) -> tuple[bytes, str]
     return _json({ID_FIELDS[task]: t.served_id(task, rng), "since": "2020-09-01"}), JSON
 
 
-def _short_id(t: Traffic, task: str, rng: random.Random) -> tuple[bytes, str]:
-    return _json({ID_FIELDS[task]: t.served_id(task, rng)[:-1]}), JSON
+def _malformed_id(t: Traffic, task: str, rng: random.Random) -> tuple[bytes, str]:
+    # Any string or integer up to MAX_ID_BYTES is an id (a cut one is merely unknown): malformed is
+    # another JSON type, or past the byte limit.
+    served = t.served_id(task, rng)
+    value = rng.choice(([served], served + "x" * (MAX_ID_BYTES + 1 - len(served.encode()))))
+    return _json({ID_FIELDS[task]: value}), JSON
 
 
 def _plain_text(t: Traffic, task: str, rng: random.Random) -> tuple[bytes, str]:
@@ -126,7 +130,7 @@ BAD_KINDS: tuple[BadKind, ...] = (
     BadKind("malformed json", ALL_TASKS, 422, _truncated_json),
     BadKind("missing field", ALL_TASKS, 422, _empty_object),
     BadKind("unexpected field", ALL_TASKS, 422, _extra_field),
-    BadKind("malformed id", ALL_TASKS, 422, _short_id),
+    BadKind("malformed id", ALL_TASKS, 422, _malformed_id),
     BadKind("not json", ALL_TASKS, 415, _plain_text),
     BadKind("k out of range", RANKING_TASKS, 422, _k_out_of_range),
 )

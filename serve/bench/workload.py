@@ -11,6 +11,7 @@ import numpy as np
 
 from models.registry import TASKS
 from models.runtime.bundle import CACHE_DIR
+from models.store.ids import ids_text
 from models.store.snapshot import GraphSnapshot
 from serve.bundles import find_bundles
 
@@ -20,7 +21,7 @@ def request_bodies(snapshot: GraphSnapshot, task: str, count: int = 512, seed: i
     spec = TASKS[task]
     ids = snapshot.ids[spec.entity_type]
     picks = np.random.default_rng(seed).integers(0, len(ids), size=count)
-    return [{spec.id_field: ids[i].decode("ascii")} | ({"k": spec.k} if spec.ranks else {}) for i in picks]
+    return [{spec.id_field: text} | ({"k": spec.k} if spec.ranks else {}) for text in ids_text(ids[picks])]
 
 
 def traffic_mix(tasks: Iterable[str]) -> dict[str, float]:
