@@ -25,9 +25,11 @@ ARTICLE_COLUMNS: tuple[str, ...] = (
 )
 TRANSACTION_COLUMNS: tuple[str, ...] = ("t_dat", "customer_id", "article_id", "price", "sales_channel_id")
 
+# H&M's id widths: facts of the built-in H&M spec and the synthetic generator only. Nothing else
+# assumes an id's shape (models.store.ids, docs/ids.md).
 CUSTOMER_ID_LEN = 64  # lowercase hex
 ARTICLE_ID_LEN = 10  # decimal digits, leading zero kept: an identifier, never an integer
-# Any other dataset's ids (see docs/dataset-spec.md): text of at most this many UTF-8 bytes.
+# Every dataset's ids (see docs/dataset-spec.md): non-empty text of at most this many UTF-8 bytes.
 MAX_ID_BYTES = 128
 
 # Feature columns. Categorical values become codes 1..V (0 = missing or unseen); numeric
