@@ -19,13 +19,14 @@ import pyarrow.compute as pc
 from training.data.common import DataError, show
 from training.data.convert import ColumnRead, to_text
 
-_WHOLE = r"^([+-]?[0-9]+)\.0*$"
+_WHOLE = r"^([+-]?[0-9]+)\.0+$"
 
 
 def id_text(values: pa.Array) -> pa.Array:
     """An id column of any type as text (see the module docstring); nulls stay null."""
     text = to_text(values)
-    if pc.any(pc.match_substring(text, ".")).as_py():  # rare: skip the regex on ids without a dot
+    # Comparing the last two bytes is cheap (a regex over 31.8M H&M ids is not): most files skip it.
+    if pc.any(pc.ends_with(text, ".0")).as_py():
         text = pc.replace_substring_regex(text, _WHOLE, r"\1")
     return text
 

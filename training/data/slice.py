@@ -22,7 +22,8 @@ from training.data.common import data_file, read_header
 def _read_text(path: Path) -> pa.Table:
     """Every column of ``path`` as text, empty fields kept as empty strings."""
     header = read_header(path)
-    options = pa_csv.ConvertOptions(column_types=dict.fromkeys(header, pa.string()), strings_can_be_null=False)
+    options = pa_csv.ConvertOptions(column_types=dict.fromkeys(header, pa.string()),
+                                    strings_can_be_null=False)
     return pa_csv.read_csv(path, convert_options=options)
 
 

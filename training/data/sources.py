@@ -158,6 +158,20 @@ def _convert(file: SourceFile, name: str, values: pa.Array, read: ColumnRead, ro
                         f"{show(err.value)} as {read.words}") from None
 
 
+def first_values(file: SourceFile, column: str, rows: int = 4096) -> pa.Array:
+    """About the first ``rows`` values of ``column`` as the file holds them (CSV: text), cheaply."""
+    file.require((column,))
+    if file.format == PARQUET:
+        batch = next(pq.ParquetFile(file.path).iter_batches(batch_size=rows, columns=[column]), None)
+        return batch.column(0) if batch is not None else pa.array([], pa.string())
+    options = pa_csv.ReadOptions(use_threads=False, block_size=1 << 20)
+    with located_errors(file.path, file.columns()):
+        reader = pa_csv.open_csv(file.path, read_options=options,
+                                 convert_options=convert_options({column: pa.string()}))
+        batch = next(iter(reader), None)
+    return batch.column(0).slice(0, rows) if batch is not None else pa.array([], pa.string())
+
+
 def read_table(file: SourceFile, reads: Mapping[str, ColumnRead]) -> pa.Table:
     """All of ``file``'s columns ``reads`` in one table (for the customers and articles tables)."""
     if file.format == PARQUET:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from training.data.common import DataError, show
 from training.data.convert import ColumnRead, ConversionError, to_text
-from training.data.sources import PARQUET, SourceFile, read_batches
+from training.data.sources import PARQUET, SourceFile, first_values
 
 ISO_DATE = "%Y-%m-%d"
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -94,14 +94,13 @@ def time_form(file: SourceFile, column: str, time_format: str | None) -> TimeFor
         return DATE_FORM
     if time_format is not None:
         return TimeForm(pa.timestamp("s"), f"a time in the format {time_format}", time_format)
-    raw = ColumnRead(pa.string(), lambda v: v, "text")
-    first = next(read_batches(file, {column: raw}), None)
-    if first is None:
+    first = first_values(file, column, _SAMPLE * 4)
+    if file.format == PARQUET and not _is_text(first.type):
+        numeric = pa.types.is_integer(first.type) or pa.types.is_floating(first.type)
+        return EPOCH_FORM if numeric else DATETIME_FORM
+    values = [v for v in to_text(first).to_pylist() if v][:_SAMPLE]
+    if not values:
         return DATE_FORM
-    kind = first.column(0).type
-    if file.format == PARQUET and not _is_text(kind):
-        return EPOCH_FORM if pa.types.is_integer(kind) or pa.types.is_floating(kind) else DATETIME_FORM
-    values = [v for v in to_text(first.column(0)).to_pylist()[: _SAMPLE * 4] if v][:_SAMPLE]
     for pattern, form in ((_DATE, DATE_FORM), (_DATETIME, DATETIME_FORM), (_DATETIME_ZONE, ZONED_FORM),
                           (_EPOCH, EPOCH_FORM)):
         if all(pattern.fullmatch(v) for v in values):
