@@ -1,9 +1,10 @@
 """Bad HTTP input by hand: every malformed request gets a clear 4xx, never a 5xx, and hurts no neighbour.
 
 The matrix covers bodies (invalid JSON, empty, wrong shape), content types, missing and extra
-fields, wrong types, over-long and control-character strings, ids of the wrong length or
-alphabet, every bad ``k``, oversized payloads and wrong methods. The last test sends all of it
-at once, mixed with good requests and ``/health`` probes, and checks the good answers exactly.
+fields, ids of a wrong type, empty, over-long or not unicode (422), any other string or integer
+as an id the snapshot does not hold (404), every bad ``k``, oversized payloads and wrong methods.
+The last test sends all of it at once, mixed with good requests and ``/health`` probes, and
+checks the good answers exactly.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ HEX = "0123456789abcdef" * 4
 UNKNOWN_CUSTOMER = "f" * 64  # well-formed, absent from the snapshot
 ARTICLE_OK = "0108775015"
 VALUE_FIELDS = {"churn": ("customer_id", "churn_probability"), "sales": ("article_id", "sales_7d")}
+NOT_AN_ID = "must be a string or an integer"
 MAX_DETAIL = 1000  # a hostile 16 KiB body must not come back as a 16 KiB message
 
 
@@ -72,36 +74,35 @@ CASES = [
          "and 45 more"),
     case("10k-char-field-name", "churn", {"customer_id": UNKNOWN_CUSTOMER, "n" * 10_000: 1}, 422,
          "(10000 characters): unexpected field"),
-    # Wrong types for an id.
-    case("id-number", "churn", {"customer_id": 12345}, 422, "customer_id: Input should be a valid string"),
-    case("id-float", "sales", {"article_id": 108775015.0}, 422, "article_id: Input should be a valid string"),
-    case("id-int-loses-zero", "sales", {"article_id": 108775015}, 422, "article_id: Input should be"),
-    case("id-bool", "churn", {"customer_id": True}, 422, "customer_id: Input should be a valid string"),
-    case("id-null", "purchase", {"customer_id": None}, 422, "customer_id: Input should be a valid string"),
-    case("id-list", "churn", {"customer_id": [UNKNOWN_CUSTOMER]}, 422, "customer_id: Input should be"),
-    case("id-object", "churn", {"customer_id": {"$ne": ""}}, 422, "customer_id: Input should be"),
-    # Over-long strings, unicode and control characters.
-    case("id-10k-chars", "churn", {"customer_id": "a" * 10_000}, 422, "got 10000 characters"),
-    case("id-nul", "churn", {"customer_id": "\x00" + HEX[1:]}, 422, "got '\\x00' at position 0"),
-    case("id-newline", "churn", {"customer_id": HEX[:63] + "\n"}, 422, "got '\\n' at position 63"),
-    case("id-rtl-override", "purchase", {"customer_id": "\u202e" + HEX[1:]}, 422, "got '\\u202e'"),
-    case("id-emoji", "churn", {"customer_id": "\U0001f600" * 64}, 422, "got '\\U0001f600' at position 0"),
+    # Wrong types for an id: only a string or an integer is one.
+    case("id-float", "sales", {"article_id": 108775015.0}, 422,
+         f"article_id: {NOT_AN_ID}, got a number with a fraction or exponent"),
+    case("id-bool", "churn", {"customer_id": True}, 422, f"customer_id: {NOT_AN_ID}, got a boolean"),
+    case("id-null", "purchase", {"customer_id": None}, 422, f"customer_id: {NOT_AN_ID}, got null"),
+    case("id-list", "churn", {"customer_id": [HEX]}, 422, f"customer_id: {NOT_AN_ID}, got a list"),
+    case("id-object", "churn", {"customer_id": {"$ne": ""}}, 422, f"customer_id: {NOT_AN_ID}, got an object"),
+    # Empty, over-long (more than 128 UTF-8 bytes) or not unicode text.
+    case("id-empty", "sales", {"article_id": ""}, 422, "article_id: must not be empty"),
+    case("id-129-bytes", "churn", {"customer_id": "a" * 129}, 422, "at most 128 bytes in UTF-8, got 129"),
+    case("id-10k-chars", "churn", {"customer_id": "a" * 10_000}, 422, "got 10000 bytes"),
+    case("id-emoji", "churn", {"customer_id": "\U0001f600" * 64}, 422, "got 256 bytes"),
+    case("id-130-digits", "churn", b'{"customer_id": ' + b"7" * 130 + b"}", 422, "got 130 bytes"),
     case("id-lone-surrogate", "churn", b'{"customer_id": "\\ud800' + HEX[1:].encode() + b'"}', 422,
-         "customer_id: Input should be a valid string"),
-    case("article-fullwidth", "sales", {"article_id": "\uff10" * 10}, 422, "got '\\uff10' at position 0"),
-    case("article-arabic-digits", "sales", {"article_id": "\u0660" * 10}, 422, "got '\\u0660' at position 0"),
-    # Ids of the wrong length or alphabet.
-    case("customer-63", "churn", {"customer_id": HEX[:63]}, 422,
-         "must be 64 lowercase hex characters, got 63"),
-    case("customer-65", "churn", {"customer_id": HEX + "0"}, 422, "got 65 characters"),
-    case("customer-upper", "churn", {"customer_id": HEX.upper()}, 422, "got 'A' at position 10"),
-    case("customer-0x", "purchase", {"customer_id": "0x" + HEX[2:]}, 422, "got 'x' at position 1"),
-    case("customer-padded", "churn", {"customer_id": f" {HEX[1:]}"}, 422, "got ' ' at position 0"),
-    case("article-9-digits", "sales", {"article_id": "108775015"}, 422,
-         "must be 10 digits (keep the leading zero), got 9"),
-    case("article-11-digits", "sales", {"article_id": "01087750150"}, 422, "got 11 characters"),
-    case("article-letters", "sales", {"article_id": "01087750a5"}, 422, "got 'a' at position 8"),
-    case("article-negative", "sales", {"article_id": "-108775015"}, 422, "got '-' at position 0"),
+         "customer_id: must be unicode text, got a lone surrogate '\\ud800' at position 0"),
+    # Any other string or integer is an id (the data's own may look like anything): this snapshot
+    # does not hold these, so 404 naming it, quoted in ascii().
+    case("id-number", "churn", {"customer_id": 12345}, 404, "unknown customer_id '12345'"),
+    case("id-int-is-its-digits", "sales", {"article_id": 108775015}, 404, "unknown article_id '108775015'"),
+    case("id-nul", "churn", {"customer_id": "\x00" + HEX[1:]}, 404, "unknown customer_id '\\x00"),
+    case("id-trailing-nul", "churn", {"customer_id": HEX + "\x00"}, 404, "unknown customer_id"),
+    case("id-newline", "churn", {"customer_id": HEX[:63] + "\n"}, 404, "\\n'"),
+    case("id-rtl-override", "purchase", {"customer_id": "\u202e" + HEX[1:]}, 404, "'\\u202e"),
+    case("article-fullwidth", "sales", {"article_id": "\uff10" * 10}, 404, "'\\uff10"),
+    case("customer-63", "churn", {"customer_id": HEX[:63]}, 404, "unknown customer_id"),
+    case("customer-upper", "churn", {"customer_id": HEX.upper()}, 404, "unknown customer_id"),
+    case("customer-padded", "churn", {"customer_id": f" {HEX[1:]}"}, 404, "unknown customer_id ' "),
+    case("article-9-digits", "sales", {"article_id": "108775015"}, 404, "unknown article_id '108775015'"),
+    case("article-negative", "sales", {"article_id": -108775015}, 404, "unknown article_id '-108775015'"),
     # k: out of range, not an integer, or not a number.
     k_case("0", 0, "k: Input should be greater than or equal to 1"),
     k_case("negative", -3, "k: Input should be greater than or equal to 1"),
