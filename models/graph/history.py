@@ -130,7 +130,8 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     out_article = torch.zeros(num * slots, dtype=torch.long).index_copy_(0, flat, art)
     out_mask = torch.zeros(num * slots, dtype=torch.bool).index_fill_(0, flat, True)
     out_features = torch.zeros(num * slots, features.shape[1]).index_copy_(0, flat, features)
-    codes = torch.as_tensor(article_codes).index_select(0, out_article) * out_mask.unsqueeze(-1)
+    codes = article_codes if hasattr(article_codes, "index_select") else torch.as_tensor(article_codes)
+    codes = codes.index_select(0, out_article) * out_mask.unsqueeze(-1)
     return PurchaseHistory(out_article.view(num, slots), out_mask.view(num, slots),
                            out_features.view(num, slots, -1), codes.view(num, slots, -1))
 

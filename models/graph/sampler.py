@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from models.graph.subgraph import SubgraphBatch
 from models.schema import EDGE_TYPES, INCOMING, NEIGHBOUR_TYPE, NODE_TYPES, EdgeType
 from models.store.csr import TemporalCSR
+from models.store.kept import KeptEdges
 from models.store.keyed import keyed_csr
 from models.store.snapshot import GraphSnapshot
 
@@ -73,34 +73,6 @@ class _Level:
     local: Tensor  # index among all sampled nodes of node_type
 
 
-@dataclass(frozen=True)
-class _Kept:
-    """The last ``per_day`` edges of every (node, day) group of a CSR, as a sub-list of positions.
-
-    ``positions`` ``(K,)`` int64 are the kept CSR positions in order; ``cumulative`` ``(E + 1,)``
-    int64 counts kept edges before each CSR position, so the kept edges of CSR range ``[s, e)`` are
-    ``positions[cumulative[s]:cumulative[e]]``, still sorted by day.
-    """
-
-    positions: Tensor
-    cumulative: Tensor
-
-    @classmethod
-    def build(cls, csr: TemporalCSR, per_day: int) -> _Kept:
-        day, rowptr = csr.day.numpy(), csr.rowptr.numpy()
-        num = len(day)
-        last_of_group = np.ones(num, dtype=bool)  # the edge ends its (node, day) group
-        if num:
-            last_of_group[:-1] = day[1:] != day[:-1]
-            ends = rowptr[1:][np.diff(rowptr) > 0] - 1
-            last_of_group[ends] = True
-        group_end = np.flatnonzero(last_of_group)
-        end_of = group_end[np.searchsorted(group_end, np.arange(num))]  # each edge's group end
-        keep = (end_of - np.arange(num)) < per_day
-        cumulative = np.concatenate([[0], np.cumsum(keep)])
-        return cls(torch.from_numpy(np.flatnonzero(keep)), torch.from_numpy(cumulative))
-
-
 def _gather(levels: list[_Level], node_type: str, field: str) -> Tensor:
     parts = [getattr(level, field) for level in levels if level.node_type == node_type]
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
@@ -110,20 +82,27 @@ class TemporalSampler:
     """Samples :class:`SubgraphBatch` computation trees from a :class:`GraphSnapshot`.
 
     Args:
-        snapshot: the graph; its arrays stay memory-mapped.
+        snapshot: the graph; its arrays stay memory-mapped. :meth:`sample` may be given another
+            graph of the same node types, e.g. the current version of a
+            :class:`models.store.live.LiveGraph` (a :class:`models.store.live_view.LiveView`).
         config: fanouts and strategy.
     """
 
     def __init__(self, snapshot: GraphSnapshot, config: SamplerConfig | None = None) -> None:
         self.snapshot = snapshot
         self.config = config or SamplerConfig()
-        self._kept_cache: dict[str, _Kept] = {}
+        self._kept_cache: dict[str, tuple[TemporalCSR, KeptEdges]] = {}
 
-    def _kept(self, node_type: str, csr: TemporalCSR) -> _Kept:
-        """The candidate edges under ``per_day`` of one CSR (built once per sampler)."""
-        if node_type not in self._kept_cache:
-            self._kept_cache[node_type] = _Kept.build(csr, self.config.per_day)
-        return self._kept_cache[node_type]
+    def _kept(self, node_type: str, csr: TemporalCSR) -> KeptEdges:
+        """The candidate edges under ``per_day`` of one CSR (built once per sampler and CSR; a live
+        graph's CSR builds its own)."""
+        if hasattr(csr, "kept"):
+            return csr.kept(self.config.per_day)
+        cached = self._kept_cache.get(node_type)
+        if cached is None or cached[0].rowptr is not csr.rowptr:
+            cached = self._kept_cache[node_type] = (
+                csr, KeptEdges.build(csr.day.numpy(), csr.rowptr.numpy(), self.config.per_day))
+        return cached[1]
 
     def sample(
         self,
@@ -131,6 +110,7 @@ class TemporalSampler:
         seeds: Tensor,
         seed_time: Tensor,
         generator: torch.Generator | None = None,
+        graph: GraphSnapshot | None = None,
     ) -> SubgraphBatch:
         """Sample one tree per seed.
 
@@ -140,11 +120,13 @@ class TemporalSampler:
             seed_time: ``(B,)`` int64 seed times (days); every tree uses only edges with
                 ``day < seed_time`` of its seed, at every hop.
             generator: random source for ``"uniform"`` (ignored by ``"last"``).
+            graph: the graph to sample (default: the sampler's snapshot).
 
         Returns:
             The batch; seeds are the first ``B`` nodes of ``seed_type``, in order.
         """
-        seeds, seed_time = self._check_seeds(seed_type, seeds, seed_time)
+        graph = self.snapshot if graph is None else graph
+        seeds, seed_time = self._check_seeds(graph, seed_type, seeds, seed_time)
         tree = torch.arange(seeds.numel())
         levels = [_Level(seed_type, seeds, seed_time, tree, tree)]
         edges: dict[EdgeType, list[Tensor]] = {e: [] for e in EDGE_TYPES}
@@ -153,7 +135,7 @@ class TemporalSampler:
         for fanout in self.config.fanouts:
             parent = levels[-1]
             child_type = NEIGHBOUR_TYPE[parent.node_type]
-            csr = keyed_csr(self.snapshot, parent.node_type)  # the CSR to the child type
+            csr = keyed_csr(graph, parent.node_type)  # the CSR to the child type
             start, end = csr.row_bounds_before(parent.ids, seed_time.index_select(0, parent.batch))
             if self.config.per_day:
                 kept = self._kept(parent.node_type, csr)
@@ -202,13 +184,14 @@ class TemporalSampler:
         parent = keep // fanout
         return parent, start.index_select(0, parent) + flat.index_select(0, keep)
 
-    def _check_seeds(self, seed_type: str, seeds: Tensor, seed_time: Tensor) -> tuple[Tensor, Tensor]:
+    def _check_seeds(self, graph: GraphSnapshot, seed_type: str, seeds: Tensor,
+                     seed_time: Tensor) -> tuple[Tensor, Tensor]:
         if seed_type not in NODE_TYPES:
             raise ValueError(f"seed_type must be one of {NODE_TYPES}, got {seed_type!r}")
         seeds, seed_time = seeds.long().reshape(-1).cpu(), seed_time.long().reshape(-1).cpu()
         if seeds.shape != seed_time.shape:
             raise ValueError(f"seeds {tuple(seeds.shape)} and seed_time {tuple(seed_time.shape)} differ")
-        num = self.snapshot.num_nodes[seed_type]
+        num = graph.num_nodes[seed_type]
         if seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= num):
             raise ValueError(f"{seed_type} seed index out of range [0, {num})")
         return seeds, seed_time

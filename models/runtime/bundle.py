@@ -2,7 +2,7 @@
 
 ``<artifacts>/<task>/``
     ``weights.safetensors``  the state dict (safetensors: loading never unpickles anything)
-    ``config.json``          model, sampler, bucket ladders, task, snapshot fingerprint, versions,
+    ``config.json``          model, sampler, bucket ladders, task, training snapshot's fingerprint, versions,
                              feature definition and snapshot columns (:mod:`models.runtime.bundle_inputs`)
     ``metrics.json``         model and baselines on val/test (written by ``training.fit``)
     ``compile_cache/``       ``torch.compiler`` cache artifacts, one file per torch version/device/strategy
@@ -67,7 +67,9 @@ class BundleConfig:
         specs: per node type, the feature columns the encoders were built for.
         ladders: per seed type of the head, the serving bucket ladder (for ``max_batch_size``).
         max_batch_size: largest serving batch the ladders hold.
-        fingerprint: content fingerprint of the snapshot the model was trained on.
+        fingerprint: content fingerprint of the snapshot the model was trained on (informational:
+            a bundle is bound to the snapshot's schema and the feature definitions, not to its
+            content, so it serves a rebuilt, grown or compacted snapshot of the same columns).
         snapshot_schema: the training snapshot's :func:`models.feature_definitions.snapshot_schema`;
             ``None`` in a bundle written before it was recorded.
         feature_definition: :func:`models.feature_definitions.feature_definition` at training time;
@@ -152,28 +154,24 @@ def read_config(directory: Path) -> BundleConfig:
         raise BundleError(f"{path}: invalid bundle config ({type(exc).__name__}: {exc})") from None
 
 
-def load_bundle(directory: Path, snapshot: GraphSnapshot, device: torch.device | str = "cpu"
+def load_bundle(directory: Path, snapshot: GraphSnapshot | Any, device: torch.device | str = "cpu"
                 ) -> tuple[BundleConfig, TaskModel]:
     """Rebuild a task model from its bundle alone, checked against the snapshot it will run on.
 
     Raises:
         BundleError: missing or corrupt files, a weights file that is not safetensors (a pickle,
             say: it is never unpickled), weights that do not fit the config, a feature definition
-            that differs from this code's, or a snapshot whose feature columns or fingerprint differ
-            from the training snapshot's (the message names what differs).
+            that differs from this code's, or a snapshot whose feature columns differ from the
+            training snapshot's (the message names what differs). A snapshot of the same columns
+            with other content (rebuilt from more data, or compacted from a live graph) is accepted.
     """
     directory = Path(directory)
     config = read_config(directory)
-    # Definitions first: they say what differs, where the fingerprint only says that something does.
     problem = (code_mismatch(config.feature_definition)
                or snapshot_mismatch(config.snapshot_schema, snapshot, snapshot.directory)
                or specs_mismatch(config.specs, table_specs(snapshot), snapshot.directory))
     if problem:
         raise BundleError(f"{directory / CONFIG_FILE}: {problem}")
-    if config.fingerprint != snapshot.fingerprint:
-        raise BundleError(
-            f"{directory / CONFIG_FILE}: trained on snapshot {config.fingerprint[:12]}, but "
-            f"{snapshot.directory} is {snapshot.fingerprint[:12]}; retrain or use the matching snapshot")
     path = directory / WEIGHTS_FILE
     try:
         weights = path.read_bytes()

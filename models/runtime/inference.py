@@ -2,6 +2,13 @@
 
 The one inference path shared by serving and offline evaluation, so the server's answer for an
 id is by construction the offline prediction for the same id and time.
+
+The graph is a :class:`models.store.snapshot.GraphSnapshot` or a :class:`models.store.live.LiveGraph`
+(base snapshot + ingested batches). Each call reads one version of a live graph from start to end,
+and answers at its ``now_day`` unless given seed times. The purchase task's article keys depend on
+the graph and the seed day: :meth:`TaskInference.article_keys_stale` says when they are out of date
+and :meth:`TaskInference.refresh_article_keys` recomputes them off the request path and swaps them
+in with one assignment; answers never wait for it (until then they rank with the previous keys).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -28,6 +36,9 @@ from models.runtime.compile import CompileConfig, Predictor, compiled_graph_coun
 from models.runtime.compile_cache import CompileCacheRecorder, load_compile_cache
 from models.schema import ARTICLE
 from models.store.snapshot import GraphSnapshot
+
+if TYPE_CHECKING:
+    from models.store.live import LiveGraph
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +81,27 @@ class InferenceResult:
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ArticleKeys:
+    """Purchase article keys and every article's popularity, for one graph version and seed day.
+
+    Args:
+        keys: ``(A, D + 1)`` keys (see :meth:`TaskInference.compute_article_keys`).
+        popularity: ``(A, NUM_POPULARITY)`` every article's recent sales at ``version``'s seed day.
+        version: ``(base snapshot, log sequence, seed day)`` they were computed for.
+    """
+
+    keys: Tensor
+    popularity: Tensor
+    version: tuple[Any, int, int]
+
+
+def graph_version(graph: Any) -> tuple[Any, int, int]:
+    """``(base snapshot, log sequence, seed day)`` of a snapshot or a live graph's version: what the
+    article keys depend on."""
+    return getattr(graph, "base", graph), int(getattr(graph, "sequence", 0)), int(graph.end_time)
+
+
 def fitted_ladder(snapshot: GraphSnapshot, sampler: TemporalSampler, seed_type: str, max_seeds: int,
                   seed: int = 0, sizes: tuple[int, ...] | None = None) -> BucketLadder:
     """A bucket ladder shaped like real batches at the snapshot's end time (deterministic per seed).
@@ -87,7 +119,7 @@ def fitted_ladder(snapshot: GraphSnapshot, sampler: TemporalSampler, seed_type: 
         for _ in range(4):
             seeds = torch.randint(num, (size,), generator=generator)
             times = torch.full((size,), snapshot.end_time, dtype=torch.long)
-            samples.append(gather_inputs(snapshot, sampler.sample(seed_type, seeds, times)))
+            samples.append(gather_inputs(snapshot, sampler.sample(seed_type, seeds, times, graph=snapshot)))
     return BucketLadder.fitted(samples, sampler.max_sizes, seed_type, max_seeds)
 
 
@@ -97,7 +129,8 @@ class TaskInference:
     Args:
         config: the bundle's config.
         model: the trained model.
-        snapshot: the graph the predictions are made on.
+        snapshot: the graph the predictions are made on: a snapshot, or a live graph whose current
+            version each call reads (see the module docstring).
         compile: ``"none"``, ``"dynamic"`` or ``"buckets"``.
         device: where the model runs.
         cuda_graphs: ``mode="reduce-overhead"`` over the buckets (CUDA only).
@@ -109,7 +142,7 @@ class TaskInference:
             :func:`models.runtime.bundle.compile_cache_dirs`; ``None``: beside it when writable).
     """
 
-    def __init__(self, config: BundleConfig, model: TaskModel, snapshot: GraphSnapshot,
+    def __init__(self, config: BundleConfig, model: TaskModel, snapshot: GraphSnapshot | LiveGraph,
                  compile: str = "buckets", device: torch.device | str = "cpu", cuda_graphs: bool = False,
                  max_batch_size: int = 32, bundle_dir: Path | None = None,
                  cache_dir: Path | None = None, batch_sizes: tuple[int, ...] | None = None) -> None:
@@ -120,8 +153,8 @@ class TaskInference:
             f.name: self.spec.resolve(f.compute) for f in self.spec.answer_fields}
         self.snapshot = snapshot
         self.device = torch.device(device)
-        self.sampler = TemporalSampler(snapshot, SamplerConfig(config.sampler.fanouts, "last",
-                                                               config.sampler.per_day))
+        self.sampler = TemporalSampler(getattr(snapshot, "base", snapshot), SamplerConfig(
+            config.sampler.fanouts, "last", config.sampler.per_day))
         self.entity_type = model.head.seed_types[0]
         self.model = model.to(self.device).eval()
         self.compile_config = CompileConfig(compile, mode="reduce-overhead" if cuda_graphs else None)
@@ -130,12 +163,13 @@ class TaskInference:
                                    seed_types=(self.entity_type,))
         self.bundle_dir = bundle_dir
         self.cache_dir = cache_dir
-        self.article_keys: Tensor | None = None
-        self.popularity: dict[int, Tensor] = {}  # per seed time, every article's recent sales
+        self.article_keys: Tensor | None = None  # the keys of `_keys`, or given by a caller
+        self.popularity: dict[tuple, Tensor] = {}  # per graph version, every article's recent sales
+        self._keys: ArticleKeys | None = None
         self._graphs_after_warmup: int | None = None
 
     @classmethod
-    def from_bundle(cls, bundle_dir: Path, snapshot: GraphSnapshot, compile: str = "buckets",
+    def from_bundle(cls, bundle_dir: Path, snapshot: GraphSnapshot | LiveGraph, compile: str = "buckets",
                     device: torch.device | str = "cpu", cuda_graphs: bool = False,
                     max_batch_size: int = 32, cache_dir: Path | None = None,
                     batch_sizes: tuple[int, ...] | None = None) -> TaskInference:
@@ -149,7 +183,7 @@ class TaskInference:
         if (batch_sizes is None and max_batch_size == self.config.max_batch_size
                 and self.entity_type in self.config.ladders):
             return {self.entity_type: self.config.ladders[self.entity_type]}
-        ladder = fitted_ladder(self.snapshot, self.sampler, self.entity_type, max_batch_size,
+        ladder = fitted_ladder(self.current(), self.sampler, self.entity_type, max_batch_size,
                                sizes=batch_sizes)
         return {self.entity_type: ladder}
 
@@ -166,7 +200,7 @@ class TaskInference:
         specs: dict[str, TableSpec] = self.config.specs
         runs = self.predictor.warmup({t: (len(s.cardinalities), s.num_numeric) for t, s in specs.items()})
         if self.spec.ranks:
-            self.article_keys = self.compute_article_keys(self.snapshot.end_time)
+            self.refresh_article_keys()
         if recorder is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,39 +216,76 @@ class TaskInference:
             return 0
         return compiled_graph_count() - self._graphs_after_warmup
 
+    def current(self) -> Any:
+        """The graph a call reads: the snapshot, or the live graph's current version."""
+        view = getattr(self.snapshot, "view", None)
+        return view() if view is not None else self.snapshot
+
+    def article_keys_stale(self) -> bool:
+        """Whether the graph or the seed day moved since the article keys were computed (cheap)."""
+        keys = self._keys
+        return keys is None or keys.version != graph_version(self.current())
+
+    def refresh_article_keys(self) -> bool:
+        """Recompute the article keys of the current graph version and seed day, then swap them in
+        atomically (call it off the request path; answers go on with the old keys meanwhile).
+
+        Returns:
+            ``False`` (nothing done) for a task without keys or keys that are up to date.
+        """
+        if not self.spec.ranks or not self.article_keys_stale():
+            return False
+        graph = self.current()
+        keys = self.compute_article_keys(graph.end_time, graph)
+        popularity = self.popularity[graph_version(graph)]
+        self._keys = ArticleKeys(keys, popularity, graph_version(graph))
+        self.article_keys = keys
+        return True
+
     @torch.inference_mode()
-    def compute_article_keys(self, seed_time: int) -> Tensor:
+    def compute_article_keys(self, seed_time: int, graph: Any = None) -> Tensor:
         """``(A, D + 1)`` purchase keys of every article at ``seed_time``, computed eagerly in chunks,
-        their bias including the popularity prior (:meth:`models.nn.heads.PurchaseHead.with_prior`)."""
+        their bias including the popularity prior (:meth:`models.nn.heads.PurchaseHead.with_prior`).
+
+        ``graph``: the graph (version) to read (default: the current one)."""
         self.model.eval()
+        graph = self.current() if graph is None else graph
         keys = []
-        num = self.snapshot.num_nodes[ARTICLE]
+        num = graph.num_nodes[ARTICLE]
         everything = torch.arange(num)
-        popularity = snapshot_popularity(self.snapshot, everything, torch.full_like(everything, seed_time))
-        self.popularity = {seed_time: popularity}
+        popularity = snapshot_popularity(graph, everything, torch.full_like(everything, seed_time))
+        version = graph_version(graph)
+        self.popularity = {(*version[:2], seed_time): popularity}
         for start in range(0, num, ARTICLE_KEY_BATCH):
             seeds = torch.arange(start, min(num, start + ARTICLE_KEY_BATCH))
             times = torch.full_like(seeds, seed_time)
-            inputs = gather_inputs(self.snapshot, self.sampler.sample(ARTICLE, seeds, times)).to(self.device)
+            sampled = self.sampler.sample(ARTICLE, seeds, times, graph=graph)
+            inputs = gather_inputs(graph, sampled).to(self.device)
             prior = popularity[start:start + len(seeds)].to(self.device)
             keys.append(self.model.head.with_prior(self.model(inputs), prior))
         return torch.cat(keys)
 
     @torch.inference_mode()
-    def prepare(self, entity: Tensor, seed_time: Tensor | None = None) -> ModelInputs:
+    def prepare(self, entity: Tensor, seed_time: Tensor | None = None, graph: Any = None) -> ModelInputs:
         """The sampled and gathered inputs :meth:`run` starts from, for ``entity`` ``(B,)`` at
-        ``seed_time`` (default: the snapshot's end); a batch scorer builds the next batch's in
-        another thread while the model runs."""
+        ``seed_time`` (default: the graph's end); a batch scorer builds the next batch's in
+        another thread while the model runs. ``graph``: the version to read (default: the current one)."""
+        graph = self.current() if graph is None else graph
         if seed_time is None:
-            seed_time = torch.full_like(entity, self.snapshot.end_time)
-        return gather_inputs(self.snapshot, self.sampler.sample(self.entity_type, entity, seed_time))
+            seed_time = torch.full_like(entity, graph.end_time)
+        return gather_inputs(graph, self.sampler.sample(self.entity_type, entity, seed_time, graph=graph))
 
-    def _ranking_rows(self, entity: Tensor, seed_time: Tensor,
-                      output: Tensor) -> Iterator[tuple[Tensor, PurchaseHistory]]:
+    def _ranking_rows(self, entity: Tensor, seed_time: Tensor, output: Tensor, graph: Any,
+                      keys: Tensor) -> Iterator[tuple[Tensor, PurchaseHistory]]:
         """Queries and histories in slices of ``RANK_ROWS`` (bounds the ``(rows, A)`` score matrix)."""
         times = seed_time.unique()
-        table = self.popularity.get(int(times[0])) if len(times) == 1 else None
-        history = snapshot_history(self.snapshot, entity, seed_time, table)
+        num_articles = graph.num_nodes[ARTICLE]
+        table = self.popularity.get((*graph_version(graph)[:2], int(times[0]))) if len(times) == 1 else None
+        if table is not None and table.shape[0] < num_articles:
+            table = None  # computed before articles were added
+        history = snapshot_history(graph, entity, seed_time, table)
+        if keys.shape[0] < num_articles:  # keys older than the newest articles: those rank once refreshed
+            history = history._replace(mask=history.mask & (history.article < keys.shape[0]))
         history = PurchaseHistory(*(t.to(self.device) for t in history))
         for i in range(0, len(entity), RANK_ROWS):
             yield output[i:i + RANK_ROWS], PurchaseHistory(*(t[i:i + RANK_ROWS] for t in history))
@@ -224,30 +295,33 @@ class TaskInference:
         """The purchase ranking of ``entity`` ``(B,)`` at ``seed_time`` ``(B,)`` in the two parts
         :func:`models.nn.ranking.merge_ranked` merges for any repeat shift (see
         :meth:`models.nn.heads.PurchaseHead.rank_parts`); ``article_keys`` as for :meth:`run`."""
-        output = self.predictor(self.prepare(entity, seed_time))
+        graph = self.current()
+        output = self.predictor(self.prepare(entity, seed_time, graph))
         parts = [self.model.head.rank_parts(query, article_keys, k, history)
-                 for query, history in self._ranking_rows(entity, seed_time, output)]
+                 for query, history in self._ranking_rows(entity, seed_time, output, graph, article_keys)]
         return RankParts(*(t.float().cpu() if t.is_floating_point() else t.cpu()
                            for t in RankParts.cat(parts)))
 
     @torch.inference_mode()
     def run(self, entity: Tensor, k: int = 12, seed_time: Tensor | None = None,
             article_keys: Tensor | None = None, inputs: ModelInputs | None = None) -> InferenceResult:
-        """Predict for ``entity`` ``(B,)`` dense indices at ``seed_time`` (default: the snapshot's end).
+        """Predict for ``entity`` ``(B,)`` dense indices at ``seed_time`` (default: the graph's end,
+        a live graph's ``now_day``), reading one version of the graph throughout.
 
         Args:
             entity: ``(B,)`` int64 indices of ``entity_type`` nodes.
             k: purchase list length.
-            seed_time: ``(B,)`` int64 seed times; defaults to ``snapshot.end_time`` for all.
+            seed_time: ``(B,)`` int64 seed times; defaults to the graph's ``end_time`` for all.
             article_keys: purchase keys for another seed time (see :meth:`compute_article_keys`).
             inputs: :meth:`prepare`'s result for the same ``entity`` and ``seed_time`` (``None``:
                 prepared here).
         """
         t0 = time.perf_counter()
+        graph = self.current()
         if seed_time is None:
-            seed_time = torch.full_like(entity, self.snapshot.end_time)
+            seed_time = torch.full_like(entity, graph.end_time)
         if inputs is None:
-            inputs = self.prepare(entity, seed_time)
+            inputs = self.prepare(entity, seed_time, graph)
         bucket = self.predictor.bucket_for(inputs)
         t1 = time.perf_counter()
         output = self.predictor(inputs)
@@ -256,16 +330,18 @@ class TaskInference:
         if bucket is not None:
             result.padding_ratio = 1.0 - sum(inputs.num_nodes().values()) / sum(bucket.nodes.values())
         if self.spec.ranks:
-            keys = article_keys if article_keys is not None else self.article_keys
+            keys = article_keys
             if keys is None:
-                keys = self.article_keys = self.compute_article_keys(self.snapshot.end_time)
+                if self._keys is None:  # first use without a warm-up: computed once, here
+                    self.refresh_article_keys()
+                keys = self._keys.keys
             ranked = [self.model.head.rank(query, keys, k, history)
-                      for query, history in self._ranking_rows(entity, seed_time, output)]
+                      for query, history in self._ranking_rows(entity, seed_time, output, graph, keys)]
             result.scores = torch.cat([scores for scores, _ in ranked]).float().cpu()
             result.articles = torch.cat([articles for _, articles in ranked]).cpu()
         else:
             result.values = self.model.predict(output).float().cpu()
-        result.extras = {name: compute(self.snapshot, self.entity_type, entity, seed_time)
+        result.extras = {name: compute(graph, self.entity_type, entity, seed_time)
                          for name, compute in self.answer_fields.items()}
         t3 = time.perf_counter()
         result.stage_seconds = {"sample": t1 - t0, "forward": t2 - t1, "rank": t3 - t2}

@@ -56,7 +56,11 @@ _KEYED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def keyed_csr(snapshot, node_type: str) -> KeyedCSR:
-    """``snapshot``'s ``node_type`` -> other-type CSR with the key search (built once per snapshot)."""
+    """``snapshot``'s ``node_type`` -> other-type CSR with the key search (built once per snapshot); a
+    live graph's version (:class:`models.store.live_view.LiveView`) hands out its own."""
+    own = getattr(snapshot, "keyed_csr", None)
+    if own is not None:
+        return own(node_type)
     per_type = _KEYED.setdefault(snapshot, {})
     if node_type not in per_type:
         csr = snapshot.adjacency[(node_type, OTHER[node_type])]

@@ -61,6 +61,9 @@ class GraphSnapshot:
         fingerprint: sha256 of the content, recorded and checked by checkpoint bundles.
         prefix: the memory-mapped :mod:`models.store.snapshot_prefix` arrays; ``None`` in a snapshot built
             before they were stored (:mod:`models.graph.temporal_features` then computes them in memory).
+        sequence: the last ingestion log sequence the snapshot holds (``meta.json``'s ``log_sequence``:
+            set by :mod:`models.store.compact`; ``0`` for a snapshot built from files), where a
+            :class:`models.store.live.LiveGraph` over it resumes applying the log.
     """
 
     directory: Path
@@ -77,6 +80,7 @@ class GraphSnapshot:
     end_time: int
     fingerprint: str
     prefix: SnapshotPrefix | None = None
+    sequence: int = 0
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{t}s={n:,}" for t, n in self.num_nodes.items())
@@ -159,6 +163,7 @@ class GraphSnapshot:
             fingerprint=str(meta["fingerprint"]),
             prefix=None if prefix is None else snapshot_prefix(
                 {name: as_tensor(a) for name, a in prefix.items()}, meta["prefix"]),
+            sequence=int(meta.get("log_sequence", 0)),
         )
 
     @classmethod

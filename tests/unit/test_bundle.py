@@ -1,4 +1,4 @@
-"""Checkpoint bundles: save/load round trip, fingerprint check, and refusing anything but safetensors."""
+"""Checkpoint bundles: save/load round trip, schema check, and refusing anything but safetensors."""
 
 from __future__ import annotations
 
@@ -84,10 +84,16 @@ def test_round_trip_restores_config_weights_and_predictions(saved, snapshot: Gra
     assert json.loads((directory / "metrics.json").read_text()) == {"task": model.task}
 
 
-def test_a_bundle_of_another_snapshot_is_refused(saved, tmp_path_factory) -> None:
-    other = _snapshot(tmp_path_factory, seed=2)
-    with pytest.raises(BundleError, match=r"trained on snapshot .* retrain or use the matching snapshot"):
-        load_bundle(saved[0], other)
+def test_a_bundle_binds_to_the_snapshot_schema_not_its_content(saved, snapshot, tmp_path_factory) -> None:
+    other = _snapshot(tmp_path_factory, seed=2)  # the same columns, other rows (a rebuilt or compacted one)
+    assert other.fingerprint != snapshot.fingerprint
+    load_bundle(saved[0], other)
+    tables = synthetic_tables(SIZE, seed=2)
+    first, *rest = tables.customers.cardinalities
+    tables.customers.cardinalities = (first + 1, *rest)
+    changed = GraphSnapshot.build(tables, tmp_path_factory.mktemp("changed"), progress=False)
+    with pytest.raises(BundleError, match="has other feature columns than the bundle was trained on"):
+        load_bundle(saved[0], changed)
 
 
 class _WritesMarker:

@@ -1,0 +1,132 @@
+"""The delta of one adjacency direction: the dirty rows' edges from their split day on, in memory.
+
+Built from every edge ingested since the base (:func:`build_delta`), rebuilt whole after each
+applied batch: it holds the new edges plus the few base edges they would interleave with (a row's
+base edges on or after its earliest new day), so each dirty row's delta segment is already in the
+order a rebuild would give it: by day, base edges before new ones within a day, new ones in log order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from models.store.csr import TemporalCSR
+from models.store.snapshot_prefix import EdgePrefix
+
+
+@dataclass(frozen=True)
+class DeltaCSR:
+    """The delta of one direction over ``K`` dirty rows and ``M`` edges.
+
+    Args:
+        nodes: ``(K,)`` int64 dirty rows (source node indices), sorted.
+        split: ``(K,)`` int64 per dirty row, the day from which its edges live here (its base edges
+            before it stay in the base).
+        head: ``(K,)`` int64 number of the row's base edges before ``split``.
+        tail: ``(K,)`` int64 number of the row's base edges from ``split`` on (copied here).
+        csr: rows ``0..K-1`` (dirty row ``j``), ``col`` ``(M,)`` int32, ``day`` ``(M,)`` int32.
+        price: ``(M,)`` float64 price of each edge.
+        prefix: prefix sums over the delta's own positions (its ``key`` over ``j * span + day``).
+        new_edges: how many of the ``M`` edges are new (the others are copied base edges).
+        new_spend: their summed price (float64).
+    """
+
+    nodes: Tensor
+    split: Tensor
+    head: Tensor
+    tail: Tensor
+    csr: TemporalCSR
+    price: Tensor
+    prefix: EdgePrefix
+    new_edges: int
+    new_spend: float
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.nodes.numel())
+
+
+def _ranges(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every position of the ranges ``[start[i], end[i])`` and its range ``i``, concatenated."""
+    length = end - start
+    row = np.repeat(np.arange(len(start)), length)
+    first = np.cumsum(length) - length
+    return start[row] + (np.arange(int(length.sum())) - first[row]), row
+
+
+def build_delta(base: TemporalCSR, base_prefix: EdgePrefix, base_price: Tensor | None, num_base_rows: int,
+                src: np.ndarray, dst: np.ndarray, day: np.ndarray, price: np.ndarray) -> DeltaCSR:
+    """The delta of one direction from the new edges in log order.
+
+    Args:
+        base: the base's CSR of this direction (memory-mapped; read, never copied whole).
+        base_prefix: its prefix sums (the day search, and the prices of an article row's copied edges).
+        base_price: ``(E,)`` the base's edge prices in this direction's order, or ``None`` (the article
+            direction stores none: copied edges take theirs from ``base_prefix.spend`` differences).
+        num_base_rows: rows of the base (source nodes at or past it are new nodes).
+        src, dst, day, price: ``(T,)`` the new edges in log order: source and destination node
+            indices, day, price.
+    """
+    nodes, row_of = np.unique(src.astype(np.int64), return_inverse=True)
+    num = len(nodes)
+    split = np.full(num, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(split, row_of, day.astype(np.int64))
+    in_base = nodes < num_base_rows
+    rowptr = base.rowptr
+    base_start = np.zeros(num, dtype=np.int64)
+    tail_start = np.zeros(num, dtype=np.int64)
+    tail_end = np.zeros(num, dtype=np.int64)
+    if in_base.any():
+        ids = torch.from_numpy(nodes[in_base])
+        base_start[in_base] = rowptr.index_select(0, ids).numpy()
+        tail_start[in_base] = base_prefix.before(ids, torch.from_numpy(split[in_base])).numpy()
+        tail_end[in_base] = rowptr.index_select(0, ids + 1).numpy()
+    positions, tail_row = _ranges(tail_start, tail_end)
+    index = torch.from_numpy(positions)
+    tail_col = base.col.index_select(0, index).numpy()
+    tail_day = base.day.index_select(0, index).numpy()
+    if base_price is not None:
+        tail_price = base_price.index_select(0, index).numpy().astype(np.float64)
+    else:
+        spend = base_prefix.spend
+        tail_price = (spend.index_select(0, index + 1) - spend.index_select(0, index)).numpy()
+    # One order for both: row, day, copied base edges before new ones, then base order / log order.
+    rows = np.concatenate([tail_row, row_of])
+    days = np.concatenate([tail_day.astype(np.int64), day.astype(np.int64)])
+    source = np.concatenate([np.zeros(len(tail_row), np.int8), np.ones(len(row_of), np.int8)])
+    sequence = np.concatenate([positions, np.arange(len(row_of))])
+    order = np.lexsort((sequence, source, days, rows))
+    rows, days = rows[order], days[order]
+    cols = np.concatenate([tail_col.astype(np.int64), dst.astype(np.int64)])[order]
+    prices = np.concatenate([tail_price, price.astype(np.float32).astype(np.float64)])[order]
+    delta_rowptr = np.zeros(num + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=num), out=delta_rowptr[1:])
+    csr = TemporalCSR(torch.from_numpy(delta_rowptr), torch.from_numpy(cols.astype(np.int32)),
+                      torch.from_numpy(days.astype(np.int32)))
+    return DeltaCSR(
+        nodes=torch.from_numpy(nodes), split=torch.from_numpy(split),
+        head=torch.from_numpy(tail_start - base_start), tail=torch.from_numpy(tail_end - tail_start),
+        csr=csr, price=torch.from_numpy(prices), prefix=_prefix(rows, days, prices, delta_rowptr),
+        new_edges=len(row_of), new_spend=float(price.astype(np.float32).astype(np.float64).sum()))
+
+
+def _prefix(rows: np.ndarray, days: np.ndarray, prices: np.ndarray, rowptr: np.ndarray) -> EdgePrefix:
+    """Prefix sums over the delta's sorted edges, as :func:`models.store.snapshot_prefix.compute_prefix`."""
+    num = len(days)
+    min_day = int(days.min()) if num else 0
+    span = (int(days.max()) - min_day + 2) if num else 2
+    starts = np.ones(num, dtype=np.int64)
+    if num:
+        starts[1:] = days[1:] != days[:-1]
+        starts[rowptr[:-1][np.diff(rowptr) > 0]] = 1
+    day_starts = np.zeros(num + 1, dtype=np.int64)
+    np.cumsum(starts, out=day_starts[1:])
+    spend = np.zeros(num + 1, dtype=np.float64)
+    np.cumsum(prices, out=spend[1:])
+    key = rows * span + (days - min_day)
+    return EdgePrefix(torch.from_numpy(spend), torch.from_numpy(day_starts), torch.from_numpy(key),
+                      min_day, span)
