@@ -56,6 +56,8 @@ def lookup_sorted(sorted_ids: np.ndarray, ids: np.ndarray | Sequence[Id]) -> np.
     Returns:
         ``(K,)`` int64 indices into ``sorted_ids``.
     """
+    if not isinstance(ids, np.ndarray) and len(ids) == 1:  # a request's: no array of queries
+        return np.array([_lookup_one(sorted_ids, ids[0])], dtype=np.int64)
     raw = _query_bytes(ids)
     if isinstance(raw, np.ndarray):
         lengths = np.char.str_len(raw)
@@ -71,6 +73,16 @@ def lookup_sorted(sorted_ids: np.ndarray, ids: np.ndarray | Sequence[Id]) -> np.
     pos_c = np.minimum(pos, len(sorted_ids) - 1)
     found = exact & (pos < len(sorted_ids)) & (sorted_ids[pos_c] == query)
     return np.where(found, pos_c, -1).astype(np.int64)
+
+
+def _lookup_one(sorted_ids: np.ndarray, value: Id) -> int:
+    """The index of one id, ``-1`` if unknown: a scalar search, a fifth of the cost of the array path."""
+    raw = value.encode("utf-8", "surrogatepass") if type(value) is str else id_bytes(value)
+    if len(sorted_ids) == 0 or len(raw) > sorted_ids.dtype.itemsize:
+        return -1
+    pos = int(sorted_ids.searchsorted(np.array(raw, dtype=sorted_ids.dtype)))
+    # The stored id comes back without its NUL padding: a query ending in NUL equals none, as it must.
+    return pos if pos < len(sorted_ids) and sorted_ids[pos] == raw else -1
 
 
 def id_text(raw: bytes) -> str:

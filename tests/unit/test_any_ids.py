@@ -68,12 +68,18 @@ def test_an_integer_id_is_its_decimal_digits(snapshot: GraphSnapshot) -> None:
     assert snapshot.lookup(CUSTOMER, [42]).tolist() == [-1]
 
 
-@pytest.mark.parametrize("query", [
-    "1308", "130850", "13085\x00", "\x0013085", " 13085", "85123a", "", LONGEST + "é", LONGEST[:-1],
-    "\ud800", "x" * 10_000,
-])
+NEAR_MISSES = ["1308", "130850", "13085\x00", "\x0013085", " 13085", "85123a", "", LONGEST + "é",
+               LONGEST[:-1], "\ud800", "x" * 10_000, b"13085\x00", 130850]
+
+
+@pytest.mark.parametrize("query", NEAR_MISSES)
 def test_near_misses_are_unknown_never_a_neighbour(snapshot: GraphSnapshot, query: str) -> None:
-    assert snapshot.lookup(CUSTOMER, [query]).tolist() == [-1]
+    assert snapshot.lookup(CUSTOMER, [query]).tolist() == [-1]  # one id: the scalar search
+
+
+def test_near_misses_among_many_are_unknown(snapshot: GraphSnapshot) -> None:
+    found = snapshot.lookup(CUSTOMER, [*NEAR_MISSES, "13085"]).tolist()  # the array search
+    assert found[:-1] == [-1] * len(NEAR_MISSES) and found[-1] >= 0
 
 
 def test_lookup_handles_empty_inputs() -> None:
