@@ -114,7 +114,7 @@ def test_segments_rotate_and_pruned_batches_cannot_be_read(tmp_path: Path) -> No
     assert log.oldest() == firsts[2]
     with pytest.raises(LogError, match="pruned"):
         WriteAheadLog(tmp_path).read(0)
-    assert [b.sequence for b in WriteAheadLog(tmp_path).read(through)][0] == through + 1
+    assert WriteAheadLog(tmp_path).read(through)[0].sequence == through + 1
     assert log.append(batch(99), 12) == 13
 
 
