@@ -89,7 +89,7 @@ def ns_per_id(lookups: dict[str, tuple[Callable, list]], sorted_ids: np.ndarray,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serve.bench.id_lookup",
-                                     description=__doc__.splitlines()[0].split(": ", 1)[1])
+                                     description=__doc__.splitlines()[0].split(": ", 1)[1].capitalize())
     parser.add_argument("--rows", type=int, default=200_000, help="ids in the table (default 200000)")
     parser.add_argument("--batches", default="1,1024", help="ids per call, comma-separated (default 1,1024)")
     parser.add_argument("--seconds", type=float, default=0.6, help="time per measurement (default 0.6)")
