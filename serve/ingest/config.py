@@ -1,0 +1,123 @@
+"""Ingestion settings of ``python -m serve`` (``--state-dir`` and the ``--ingest-*`` options).
+
+Imported by :mod:`serve.config`, which spawned workers import again: only the standard library at
+the top here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from serve.ingest.log import Log
+
+WAL = "wal"
+CLOCKS = ("data", "wall")
+WAL_DIR = "wal"
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """Ingestion is on when a server has one of these (small and picklable: workers get it too).
+
+    Args:
+        state_dir: the server's writable state (the WAL, the workers' progress files), apart from
+            the read-only artifacts; created if missing.
+        log: ``wal`` (the local write-ahead log in ``state_dir/wal``) or ``redis://host:port/db?stream=NAME``
+            (a Redis stream shared by replicas).
+        ingest_dir: a directory watched for files to ingest (``None``: no file drop).
+        lateness_days: rows dated more than this before the graph's latest day are refused.
+        max_rows: most rows per batch (413 beyond).
+        max_bytes: largest ingestion body (413 beyond).
+        sync_timeout_s: longest ``?sync=true`` waits for every worker (504 after).
+        poll_s: how often each worker looks for new batches.
+        file_poll_s: how often the file drop looks for new files.
+        clock: ``data`` (answers are for the day after the latest transaction) or ``wall`` (for
+            tomorrow, UTC, when that is later: seed-time features age on days without sales).
+    """
+
+    state_dir: Path
+    log: str = WAL
+    ingest_dir: Path | None = None
+    lateness_days: int = 7
+    max_rows: int = 10_000
+    max_bytes: int = 8 << 20
+    sync_timeout_s: float = 10.0
+    poll_s: float = 0.05
+    file_poll_s: float = 1.0
+    clock: str = "data"
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.log == WAL or self.log.startswith("redis://"),
+             f"--ingest-log must be {WAL} or redis://host:port[/db][?stream=NAME], got {self.log!r}"),
+            (self.lateness_days >= 0, "--ingest-lateness-days must not be negative"),
+            (1 <= self.max_rows <= 1_000_000, "--ingest-max-rows must be in 1..1000000"),
+            (1024 <= self.max_bytes <= 1 << 30, "--ingest-max-bytes must be in 1024..1073741824"),
+            (math.isfinite(self.sync_timeout_s) and self.sync_timeout_s > 0,
+             "--sync-timeout must be positive"),
+            (math.isfinite(self.poll_s) and 0.001 <= self.poll_s <= 10,
+             "--ingest-poll must be in 0.001..10 s"),
+            (math.isfinite(self.file_poll_s) and self.file_poll_s > 0, "--ingest-dir-poll must be positive"),
+            (self.clock in CLOCKS, f"--clock must be one of {', '.join(CLOCKS)}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    def open_log(self) -> Log:
+        """A fresh connection to the log (one per process: never share one across a fork)."""
+        if self.log == WAL:
+            from serve.ingest.wal import WriteAheadLog
+
+            return WriteAheadLog(self.state_dir / WAL_DIR)
+        from serve.ingest.redis_log import RedisLog
+
+        return RedisLog(self.log)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    d = IngestConfig(state_dir=Path("."))
+    group = parser.add_argument_group("ingestion (on with --state-dir; docs/ingestion.md)")
+    group.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
+                       help="writable state: the write-ahead log and worker progress; turns the /ingest "
+                            "routes on (they need RELSERVE_WRITE_KEY)")
+    group.add_argument("--ingest-log", default=d.log, metavar="URL",
+                       help="wal (in --state-dir) or redis://host:port[/db][?stream=NAME], shared by "
+                            "replicas")
+    group.add_argument("--ingest-dir", type=Path, default=None, metavar="DIR",
+                       help="file drop: CSV/Parquet/NDJSON files in DIR/{customers,articles,transactions}/ "
+                            "are ingested and moved to done/")
+    group.add_argument("--ingest-lateness-days", type=int, default=d.lateness_days, metavar="N",
+                       help="refuse transactions dated more than N days before the graph's latest day")
+    group.add_argument("--ingest-max-rows", type=int, default=d.max_rows, metavar="N")
+    group.add_argument("--ingest-max-bytes", type=int, default=d.max_bytes, metavar="N")
+    group.add_argument("--sync-timeout", type=float, default=d.sync_timeout_s, metavar="S",
+                       help="longest ?sync=true waits for every worker to serve a batch")
+    group.add_argument("--ingest-poll", type=float, default=d.poll_s, metavar="S",
+                       help="how often workers look for new batches")
+    group.add_argument("--clock", default=d.clock, choices=CLOCKS,
+                       help="seed day of answers: the day after the latest transaction (data), or "
+                            "tomorrow UTC when later (wall)")
+
+
+def from_args(args: argparse.Namespace) -> IngestConfig | None:
+    """The settings of parsed arguments; ``None`` without ``--state-dir``.
+
+    Raises:
+        ValueError: a bad value, or an ingestion option without ``--state-dir``.
+    """
+    if args.state_dir is None:
+        if args.ingest_dir is not None or args.ingest_log != WAL or args.clock != "data":
+            raise ValueError("--ingest-dir, --ingest-log and --clock need --state-dir")
+        return None
+    if args.state_dir.exists() and not args.state_dir.is_dir():
+        raise ValueError(f"--state-dir {args.state_dir} is not a directory")
+    return IngestConfig(state_dir=args.state_dir, log=args.ingest_log, ingest_dir=args.ingest_dir,
+                        lateness_days=args.ingest_lateness_days, max_rows=args.ingest_max_rows,
+                        max_bytes=args.ingest_max_bytes, sync_timeout_s=args.sync_timeout,
+                        poll_s=args.ingest_poll, clock=args.clock)

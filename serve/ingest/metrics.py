@@ -1,0 +1,141 @@
+"""Prometheus metrics of ingestion (the write side, the workers' followers, and live gauges).
+
+Counters and histograms are written by the process where the event happens (API servers and the
+file drop: rows accepted and refused; workers: ingest-to-visible lag, applied batches, article-key
+refreshes, snapshot switches), in multiprocess mode like every other metric of the server
+(:mod:`serve.metrics`). State that must not outlive a dead worker (how far each worker got, its delta
+size and snapshot version, the log's last sequence) is read at scrape time by :class:`IngestGauges`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from models.store.records import KINDS
+from serve.ingest.problems import REASONS
+from serve.ingest.progress import WorkerProgress
+
+LAG_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 30.0)
+APPEND_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+REFRESH_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class IngestMetrics:
+    """The write side's metrics (API server processes and the file drop).
+
+    Every kind x reason series is created at 0, so a dashboard shows 0 rather than "no data".
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self._rows = Counter("relserve_ingest_rows", "Rows acknowledged (durable in the log).", ["kind"],
+                             registry=registry)
+        self._rejected = Counter("relserve_ingest_rejected_rows", "Rows of refused batches, by the reason "
+                                 "of the batch's first problem.", ["kind", "reason"], registry=registry)
+        self._requests = Counter("relserve_ingest_requests", "Ingestion requests answered, by status.",
+                                 ["kind", "status"], registry=registry)
+        self._append = Histogram("relserve_ingest_append_seconds", "A batch's request from its first "
+                                 "byte to its answer (validation and durable append).", ["kind"],
+                                 buckets=APPEND_BUCKETS, registry=registry)
+        self._compactions = Counter("relserve_compactions", "Compactions of the delta into a new snapshot "
+                                    "version run by this server.", registry=registry)
+        self._compaction_seconds = Histogram("relserve_compaction_seconds", "Time of one compaction.",
+                                             buckets=REFRESH_BUCKETS, registry=registry)
+        for kind in KINDS:
+            self._rows.labels(kind)
+            for reason in REASONS:
+                self._rejected.labels(kind, reason)
+
+    def accepted(self, kind: str, rows: int) -> None:
+        self._rows.labels(kind).inc(rows)
+
+    def rejected(self, kind: str, reason: str, rows: int) -> None:
+        self._rejected.labels(kind, reason).inc(rows)
+
+    def answered(self, kind: str, status: int, seconds: float | None = None) -> None:
+        self._requests.labels(kind, str(status)).inc()
+        if seconds is not None and status == 200:
+            self._append.labels(kind).observe(seconds)
+
+    def compacted(self, seconds: float) -> None:
+        """One compaction finished (called by whatever runs compactions inside the server)."""
+        self._compactions.inc()
+        self._compaction_seconds.observe(seconds)
+
+
+class FollowerMetrics:
+    """A worker's metrics of applying the log (``task``: label of every sample)."""
+
+    def __init__(self, task: str, registry: CollectorRegistry | None = None) -> None:
+        self._lag = Histogram("relserve_ingest_visible_lag_seconds", "From a batch's receipt to the worker "
+                              "serving it (article keys included).", ["task"], buckets=LAG_BUCKETS,
+                              registry=registry).labels(task)
+        self._batches = Counter("relserve_ingest_applied_batches", "Log batches applied to the live graph.",
+                                ["task"], registry=registry).labels(task)
+        self._refreshes = Counter("relserve_article_key_refreshes", "Purchase article keys recomputed "
+                                  "after the graph changed.", ["task"], registry=registry).labels(task)
+        self._refresh_seconds = Histogram("relserve_article_key_refresh_seconds", "Time to recompute the "
+                                          "purchase article keys.", ["task"], buckets=REFRESH_BUCKETS,
+                                          registry=registry).labels(task)
+        self._switches = Counter("relserve_snapshot_switches", "Compacted snapshot versions a worker "
+                                 "switched to.", ["task"], registry=registry).labels(task)
+        self._batches.inc(0)
+        self._refreshes.inc(0)
+        self._switches.inc(0)
+
+    def applied(self, batches: int, lags: Iterable[float]) -> None:
+        self._batches.inc(batches)
+        for lag in lags:
+            self._lag.observe(max(0.0, lag))
+
+    def refreshed(self, seconds: float) -> None:
+        self._refreshes.inc()
+        self._refresh_seconds.observe(seconds)
+
+    def switched(self) -> None:
+        self._switches.inc()
+
+
+class IngestGauges(Collector):
+    """Gauges read at scrape time from the workers' progress files and the log.
+
+    Args:
+        reports: the live workers' reports (:func:`serve.ingest.progress.read_all`).
+        log_sequence: the log's last sequence (``None``: unknown now).
+    """
+
+    def __init__(self, reports: Callable[[], list[WorkerProgress]],
+                 log_sequence: Callable[[], int | None]) -> None:
+        self.reports = reports
+        self.log_sequence = log_sequence
+
+    def collect(self) -> Iterable[Metric]:
+        try:
+            reports = self.reports()
+        except OSError:
+            reports = []
+        families = {
+            "applied": GaugeMetricFamily("relserve_ingest_applied_sequence", "Lowest log sequence the "
+                                         "task's live workers serve.", labels=["task"]),
+            "delta": GaugeMetricFamily("relserve_ingest_delta_rows", "Rows the task's workers hold on top "
+                                       "of the base snapshot (largest over workers).", labels=["task"]),
+            "version": GaugeMetricFamily("relserve_snapshot_version", "Snapshot version the task's workers "
+                                         "serve (lowest over workers).", labels=["task"]),
+        }
+        for task in sorted({r.task for r in reports}):
+            mine = [r for r in reports if r.task == task]
+            families["applied"].add_metric([task], min(r.sequence for r in mine))
+            families["delta"].add_metric([task], max(r.delta_rows for r in mine))
+            families["version"].add_metric([task], min(r.snapshot_version for r in mine))
+        yield from families.values()
+        try:
+            sequence = self.log_sequence()
+        except Exception:  # an unreachable broker leaves the gauge out of this scrape
+            sequence = None
+        if sequence is not None:
+            log = GaugeMetricFamily("relserve_ingest_log_sequence", "Last sequence in the ingestion log.")
+            log.add_metric([], sequence)
+            yield log

@@ -1,0 +1,82 @@
+"""Shared by the ingestion tests: a snapshot of the tiny data, rows for it, and a real redis-server.
+
+Redis comes from Debian's ``redis-server`` package (``make test`` installs it); a test that needs it
+is skipped, saying so, only where it could not be installed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from models.schema import ARTICLE, CUSTOMER, day_to_date
+from models.store.snapshot import GraphSnapshot
+from serve.ingest.resp import RedisAddress, RedisClient
+
+WRITE_KEY = "test-write-key"
+READ_KEY = "test-read-key"
+
+
+def build_snapshot(csv_dir: Path, out: Path) -> GraphSnapshot:
+    from training.data.load import load_tables
+
+    return GraphSnapshot.build(load_tables(csv_dir, progress=False), out, progress=False)
+
+
+def node_ids(snapshot: GraphSnapshot, node_type: str, n: int, start: int = 0) -> list[str]:
+    return [bytes(i).decode() for i in snapshot.ids[node_type][start:start + n]]
+
+
+def transaction_rows(snapshot: GraphSnapshot, n: int, day_offset: int = 1, start: int = 0,
+                     price: float = 0.02) -> list[dict[str, Any]]:
+    """``n`` purchases ``day_offset`` days after the snapshot's last day, by distinct known customers."""
+    customers = node_ids(snapshot, CUSTOMER, n, start)
+    articles = node_ids(snapshot, ARTICLE, len(snapshot.ids[ARTICLE]))
+    date = day_to_date(snapshot.max_day + day_offset).isoformat()
+    return [{"t_dat": date, "customer_id": c, "article_id": articles[(start + i) % len(articles)],
+             "price": price + i * 1e-6, "sales_channel_id": 2} for i, c in enumerate(customers)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisServer:
+    """``redis-server`` on a free loopback port, fsyncing its append-only file on every write."""
+
+    def __init__(self, directory: Path) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.skip("redis-server not found and it could not be installed here (make test installs "
+                        "Debian's redis-server package)")
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.log = directory / "redis.log"
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(directory),
+             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--logfile", str(self.log)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        client = RedisClient(RedisAddress("127.0.0.1", self.port), timeout=1.0)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if client.call("PING") == b"PONG":
+                    break
+            except OSError:
+                pass
+            assert self.process.poll() is None, self.log.read_text() if self.log.exists() else "exited"
+            assert time.monotonic() < deadline, "redis-server did not answer PING"
+            time.sleep(0.05)
+        client.close()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(20)
