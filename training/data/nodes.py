@@ -19,7 +19,7 @@ from models.store.tables import NodeTable
 from training.data.common import DataError, show
 from training.data.features import encode_features, feature_reads
 from training.data.ids import ID, check_ids, fixed_width, id_text
-from training.data.sources import RowOrigins, read_table, resolve_files
+from training.data.sources import RowOrigins, read_table, resolve_files, table_label
 from training.data.spec import Feature, NodeSpec
 
 
@@ -53,7 +53,7 @@ def read_entities(data_dir: Path, spec: NodeSpec, note: Callable[[str], object],
     if features is None:
         features = tuple(Feature(c) for c in files[0].columns() if c != spec.id)
     reads = {spec.id: ID} | feature_reads(features)
-    label = files[0].name if len(files) == 1 else spec.file
+    label = table_label(spec.file, files)
     with progress_bar(total=2, desc=label, unit="step", enabled=progress) as bar:
         parts = [read_table(file, reads) for file in files]
         origins = RowOrigins.of(spec.file, files, [p.num_rows for p in parts])
