@@ -1,5 +1,6 @@
 """Ids as the data has them, end to end: integers, UUIDs, SKUs, unicode and CSV-hostile text go
-through the loader, the snapshot, the HTTP answers and ``python -m serve.score`` unchanged.
+through the loader, the snapshot, the HTTP answers, the load test's and benchmarks' request bodies
+and ``python -m serve.score`` unchanged.
 
 The tiny synthetic dataset's ids are rewritten into those shapes (within the built-in H&M spec's
 limits, 64 bytes for customers and 10 for articles), then trained on once (1 eager epoch) and
@@ -9,6 +10,7 @@ served by one eager server, which keeps this module to one training run and one 
 from __future__ import annotations
 
 import csv
+import random
 import subprocess
 import sys
 import uuid
@@ -18,10 +20,13 @@ from pathlib import Path
 import pytest
 import requests
 
+from loadtest.id_pool import UNKNOWN_IDS, IdPool
+from loadtest.traffic import BAD_KINDS, Traffic, answer_problem
 from models.schema import ARTICLE, ARTICLES_CSV, CUSTOMER, CUSTOMERS_CSV, TRANSACTIONS_CSV
 from models.store.ids import ids_text
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import ServerProcess
+from serve.bench.workload import request_bodies
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -141,6 +146,23 @@ def test_ranked_articles_are_the_data_s_ids(server: ServerProcess, data: Path) -
 def test_unknown_ids_are_404_and_malformed_ones_422(server: ServerProcess, task, body, status, words) -> None:
     answer = post(server, task, body)
     assert answer.status_code == status and words in answer.json()["detail"], answer.text
+
+
+def test_load_test_and_benchmark_bodies_use_the_snapshot_s_ids(server: ServerProcess,
+                                                               artifacts: Path) -> None:
+    snapshot = GraphSnapshot.open(artifacts / "snapshot")
+    pool = IdPool.from_snapshot(artifacts / "snapshot")
+    assert set(pool.customers) <= set(ids_text(snapshot.ids[CUSTOMER])) and "13085" in pool.customers
+    assert len(pool.unknown_customers) == UNKNOWN_IDS and len(pool.unknown_articles) == UNKNOWN_IDS
+    traffic, rng = Traffic(pool), random.Random(0)
+    for task in ("churn", "sales", "purchase"):
+        bad = [traffic.bad(task, rng, kind.name) for kind in BAD_KINDS if task in kind.tasks]
+        for plan in [traffic.good(task, rng), *bad]:
+            answer = requests.post(server.url + plan.path, data=plan.body, timeout=60,
+                                   headers={"Content-Type": plan.content_type})
+            assert answer_problem(plan, answer.status_code, answer.content) is None, (plan, answer.text)
+        for body in request_bodies(snapshot, task, count=4):
+            assert post(server, task, body).status_code == 200
 
 
 def test_batch_scores_carry_the_data_s_ids(server: ServerProcess, artifacts: Path, data: Path,
