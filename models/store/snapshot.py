@@ -37,7 +37,7 @@ from models.store.snapshot_files import (
 from models.store.snapshot_prefix import SnapshotPrefix, compute_prefix, prefix_digest, snapshot_prefix
 from models.store.tables import NodeTable, RelTables, Transactions
 
-__all__ = ["GraphSnapshot", "SnapshotError"]
+__all__ = ["GraphSnapshot", "SnapshotError", "write_snapshot"]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -173,47 +173,68 @@ class GraphSnapshot:
         Raises:
             ValueError: the tables break their contract (unsorted ids, indices out of range, no rows).
         """
-        directory = Path(directory)
         nodes = {CUSTOMER: tables.customers, ARTICLE: tables.articles}
         tx = tables.transactions
         _check_tables(nodes, tx)
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / META_FILE).unlink(missing_ok=True)  # mark incomplete until the end
         steps = progress_bar(total=len(NODE_TYPES) + len(DIRECTIONS) + 2, desc="snapshot", enabled=progress)
-        arrays: dict[str, np.ndarray] = {}
-        for t, table in nodes.items():
-            arrays |= _save(directory, _node_arrays(t, table))
-            steps.update()
         endpoints = {CUSTOMER: tx.customer, ARTICLE: tx.article}
+        edges: dict[tuple[str, str], dict[str, np.ndarray]] = {}
         for direction in DIRECTIONS:
             src, dst = endpoints[direction[0]], endpoints[direction[1]]
             order, rowptr = sort_edges(src, tx.day, len(nodes[direction[0]]))
-            edge = {"rowptr": rowptr, "col": dst[order].astype(np.int32)}
-            edge["day"] = tx.day[order].astype(np.int32)
+            edges[direction] = {"rowptr": rowptr, "col": dst[order].astype(np.int32),
+                                "day": tx.day[order].astype(np.int32)}
             if direction == PRICE_DIRECTION:
-                edge["price"] = tx.price[order].astype(np.float32)
-            arrays |= _save(directory, {edge_array(direction, f): a for f, a in edge.items()})
-            steps.update()
-        adjacency = {d: TemporalCSR(*(as_tensor(arrays[edge_array(d, f)]) for f in ("rowptr", "col", "day")))
-                     for d in DIRECTIONS}
-        prefix = write_prefix(directory, adjacency, arrays[edge_array(PRICE_DIRECTION, "price")])
-        steps.update()
-        features = {t: _feature_meta(table) for t, table in nodes.items()}
-        meta = {
-            "format_version": FORMAT_VERSION,
-            "num_nodes": {t: len(table) for t, table in nodes.items()},
-            "num_transactions": len(tx),
-            "min_day": int(tx.day.min()),
-            "max_day": int(tx.day.max()),
-            "end_time": int(tx.day.max()) + 1,
-            "features": features,
-            "fingerprint": fingerprint(arrays, features),
-            "prefix": prefix,
-        }
+                edges[direction]["price"] = tx.price[order].astype(np.float32)
+        return write_snapshot(directory, nodes, edges, steps=steps)
+
+
+def write_snapshot(directory: str | Path, nodes: dict[str, NodeTable],
+                   edges: dict[tuple[str, str], dict[str, np.ndarray]], extra: dict[str, Any] | None = None,
+                   steps: Any = None) -> GraphSnapshot:
+    """Write a snapshot directory from its node tables and both directions' sorted CSR arrays, and open it.
+
+    Args:
+        directory: created if missing; ``meta.json`` is removed first and written last.
+        nodes: per node type, the table (ids sorted).
+        edges: per direction, ``rowptr``, ``col`` and ``day`` (and ``price`` for the customer -> article
+            one), rows sorted by ``(node, day)``.
+        extra: more ``meta.json`` fields (e.g. ``log_sequence``).
+        steps: a progress bar to advance (one step per node table and direction, two more at the end).
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / META_FILE).unlink(missing_ok=True)  # mark incomplete until the end
+    arrays: dict[str, np.ndarray] = {}
+    for t, table in nodes.items():
+        arrays |= _save(directory, _node_arrays(t, table))
+        steps and steps.update()
+    for direction in DIRECTIONS:
+        arrays |= _save(directory, {edge_array(direction, f): a for f, a in edges[direction].items()})
+        steps and steps.update()
+    adjacency = {d: TemporalCSR(*(as_tensor(arrays[edge_array(d, f)]) for f in ("rowptr", "col", "day")))
+                 for d in DIRECTIONS}
+    prefix = write_prefix(directory, adjacency, arrays[edge_array(PRICE_DIRECTION, "price")])
+    steps and steps.update()
+    features = {t: _feature_meta(table) for t, table in nodes.items()}
+    day = arrays[edge_array(PRICE_DIRECTION, "day")]
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "num_nodes": {t: len(table) for t, table in nodes.items()},
+        "num_transactions": int(day.shape[0]),
+        "min_day": int(day.min()),
+        "max_day": int(day.max()),
+        "end_time": int(day.max()) + 1,
+        "features": features,
+        "fingerprint": fingerprint(arrays, features),
+        "prefix": prefix,
+        **(extra or {}),
+    }
+    if steps:
         steps.update()
         steps.close()
-        write_meta(directory, meta)
-        return cls.open(directory)
+    write_meta(directory, meta)
+    return GraphSnapshot.open(directory)
 
 
 def write_prefix(directory: Path, adjacency: dict[tuple[str, str], TemporalCSR],
