@@ -78,6 +78,13 @@ def start(config: ServeConfig) -> None:
         bundles = find_bundles(config.artifacts, config.tasks)
     except ArtifactsError as e:
         raise StartupError(str(e), 2) from e
+    from serve.ingest.server import prepare  # keys, state directory, log recovery
+
+    try:
+        for warning in prepare(config.ingest, config.artifacts):
+            print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
+    except ValueError as e:
+        raise StartupError(str(e), 2) from e
     accelerator = resolve_accelerator(config)
     check_port(config.host, config.port)
     try:
@@ -91,8 +98,10 @@ def start(config: ServeConfig) -> None:
     built = build_server(config, bundles, accelerator)
     built.install_sigterm_drain()
     tasks = ", ".join(b.task for b in bundles)
+    ingesting = "" if config.ingest is None else f", ingesting into {config.ingest.state_dir}"
     print(f"{PROG}: serving {tasks} on http://{config.host}:{config.port} ({accelerator}, compile="
-          f"{config.compile}, max batch {config.max_batch_size}); /health turns 200 once warmed up",
+          f"{config.compile}, max batch {config.max_batch_size}{ingesting}); /health turns 200 once "
+          "warmed up",
           file=sys.stderr, flush=True)
     built.run()
 

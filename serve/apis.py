@@ -27,6 +27,7 @@ from models.store.ids import id_text
 from models.store.snapshot import GraphSnapshot
 from serve.batching import BlockingBatchedLoop
 from serve.encode import json_response
+from serve.ingest.config import IngestConfig
 from serve.metrics import WorkerMetrics
 from serve.schemas import DEFAULT_K, MAX_K, REQUESTS, RESPONSES
 
@@ -44,6 +45,8 @@ class WorkerSettings:
         batch_timeout_s: how long a batch waits to fill after its first request.
         threads: torch intra-op threads of this worker.
         compile_cache_dir: ``--compile-cache-dir`` (``None``: beside the bundle when writable).
+        ingest: ingestion settings: the worker serves a live graph that follows the log (``None``:
+            the snapshot as it is).
     """
 
     bundle_dir: str
@@ -54,6 +57,7 @@ class WorkerSettings:
     batch_timeout_s: float = 0.0
     threads: int = 1
     compile_cache_dir: str | None = None
+    ingest: IngestConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class TaskAPI(ls.LitAPI):
         self.settings = settings
         self.inference: TaskInference | None = None
         self.metrics: WorkerMetrics | None = None
+        self.follower: Any = None  # serve.ingest.follower.Follower, with --state-dir
 
     def setup(self, device: str) -> None:
         # First, before any parallel work: a spawned worker starts with one thread per core, and
@@ -85,9 +90,14 @@ class TaskAPI(ls.LitAPI):
         torch.set_num_threads(self.settings.threads)
         torch.set_num_interop_threads(1)
         started = time.perf_counter()
-        snapshot = GraphSnapshot.open(self.settings.snapshot_dir)
+        graph = GraphSnapshot.open(self.settings.snapshot_dir)
+        if self.settings.ingest is not None:
+            from serve.ingest.follower import open_follower  # the live graph: only with --state-dir
+
+            self.follower = open_follower(self.settings.ingest, self.task, graph)
+            graph = self.follower.graph
         self.inference = TaskInference.from_bundle(
-            Path(self.settings.bundle_dir), snapshot, compile=self.settings.compile, device=device,
+            Path(self.settings.bundle_dir), graph, compile=self.settings.compile, device=device,
             cuda_graphs=self.settings.cuda_graphs, max_batch_size=self.settings.max_batch_size,
             cache_dir=Path(self.settings.compile_cache_dir) if self.settings.compile_cache_dir else None)
         report = self.inference.warm_up()
@@ -98,6 +108,11 @@ class TaskAPI(ls.LitAPI):
         # collection over them stalled a batch by 100+ ms under load (docs/decisions.md,
         # "`gc.freeze()` after setup").
         gc.freeze()
+        if self.follower is not None:
+            # Purchase keys follow the graph and the seed day; the follower thread recomputes them
+            # when stale, so answering never waits on it.
+            self.follower.refresh = self.inference.refresh_article_keys if self.task_spec.ranks else None
+            self.follower.start()
 
     def lookup(self, entity_id: str, k: int = 0) -> Query:
         index = int(self.inference.snapshot.lookup(self.inference.entity_type, [entity_id])[0])

@@ -27,6 +27,8 @@ from serve.apis import API_CLASSES, WorkerSettings
 from serve.bundles import TaskBundle
 from serve.config import ServeConfig
 from serve.errors import ERROR_RESPONSES, http_error_handler, validation_error_handler
+from serve.ingest import server as ingestion
+from serve.ingest.auth import Credentials, KeyAuth
 from serve.litserve_compat import WorkerSetupStatus
 from serve.metrics import LiveGauges, metrics_route
 
@@ -41,6 +43,7 @@ class BuiltServer:
     admission: AdmissionState
     config: ServeConfig
     accelerator: str
+    file_drop: ingestion.FileDropProcess | None = None
 
     def run(self) -> None:
         """Serve until shut down (blocks).
@@ -49,6 +52,8 @@ class BuiltServer:
             RuntimeError: a worker's ``setup()`` failed before any worker was ready.
         """
         try:
+            if self.file_drop is not None:
+                self.file_drop.start()
             self.server.run(host=self.config.host, port=self.config.port,
                             num_api_servers=self.config.api_servers, generate_client_file=False,
                             log_level=self.config.log_level, access_log=False)
@@ -58,6 +63,9 @@ class BuiltServer:
             self._stop_children()
             if not self.admission.draining.value:  # not a start-up stopped by SIGTERM
                 raise
+        finally:
+            if self.file_drop is not None:
+                self.file_drop.stop()
 
     def install_sigterm_drain(self) -> None:
         """On SIGTERM: refuse new requests (503), let those in flight finish, then stop; exit 0.
@@ -136,7 +144,8 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
         bundle_dir=str(b.bundle_dir), snapshot_dir=str(b.snapshot_dir), compile=config.compile,
         cuda_graphs=config.cuda_graphs, max_batch_size=config.max_batch_size,
         batch_timeout_s=config.batch_timeout_s, threads=threads,
-        compile_cache_dir=config.compile_cache_dir and str(config.compile_cache_dir))) for b in bundles]
+        compile_cache_dir=config.compile_cache_dir and str(config.compile_cache_dir),
+        ingest=config.ingest)) for b in bundles]
     admission = AdmissionState({api.api_path: config.max_queue for api in apis})
     server = new_litserver(apis, config, accelerator, middlewares=[
         (Admission, {"state": admission, "deadline_s": config.request_deadline_s,
@@ -147,9 +156,20 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(HTTPException, http_error_handler)
     _document_errors(app, {api.api_path for api in apis})
-    app.add_api_route(METRICS_PATH, metrics_route(_live_gauges(server, admission)), methods=["GET"],
-                      include_in_schema=False)
-    return BuiltServer(server, admission, config, accelerator)
+    collectors, file_drop = [_live_gauges(server, admission)], None
+    credentials = Credentials.from_env()
+    if config.ingest is not None:
+        service = ingestion.install(app, config.ingest, bundles[0].snapshot_dir,
+                                    {b.task: config.workers_per_task for b in bundles},
+                                    draining=lambda: bool(admission.draining.value))
+        collectors.append(ingestion.gauges(service))
+        file_drop = ingestion.FileDropProcess(config.ingest, bundles[0].snapshot_dir)
+    if config.ingest is not None or credentials.read is not None:
+        # Outermost: credentials are checked before admission counts a request or a body is read.
+        app.add_middleware(KeyAuth, credentials=credentials, read_paths=frozenset(admission.limits),
+                           guard_writes=config.ingest is not None)
+    app.add_api_route(METRICS_PATH, metrics_route(*collectors), methods=["GET"], include_in_schema=False)
+    return BuiltServer(server, admission, config, accelerator, file_drop)
 
 
 def _live_gauges(server: ls.LitServer, admission: AdmissionState) -> LiveGauges:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from models.cli import OneLineErrors
 from models.registry import TASK_NAMES
+from serve.ingest import config as ingest_config
+from serve.ingest.config import IngestConfig
 
 TASKS = TASK_NAMES
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")
@@ -59,6 +61,7 @@ class ServeConfig:
         fast_queue: answers go from workers to API servers over ZeroMQ (LitServe's
             ``fast_queue``) instead of a Manager queue; see docs/decisions.md, "Answers over ZeroMQ,
             for real".
+        ingest: ingestion settings (``--state-dir`` and ``--ingest-*``); ``None``: no write routes.
     """
 
     artifacts: Path
@@ -82,6 +85,7 @@ class ServeConfig:
     log_level: str = "warning"
     compile_cache_dir: Path | None = None
     fast_queue: bool = True
+    ingest: IngestConfig | None = None
 
     def __post_init__(self) -> None:
         self.artifacts = Path(self.artifacts)
@@ -166,6 +170,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     p.add_argument("--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
     p.add_argument("--transport", default="zmq" if d.fast_queue else "mp", choices=("zmq", "mp"),
                    help="worker-to-API-server answers: ZeroMQ (LitServe fast_queue) or a Manager queue")
+    ingest_config.add_arguments(p)
     a = p.parse_args(argv)
     if not a.artifacts.is_dir():  # before anything imports torch: a typo should fail at once
         p.error(f"--artifacts {a.artifacts} is not a directory (write one with python -m training.fit)")
@@ -177,7 +182,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
             threads=a.threads, max_queue=a.max_queue, request_timeout_s=a.request_timeout,
             deadline_s=a.deadline, max_payload_bytes=a.max_payload_bytes, retry_after_s=a.retry_after,
             drain_timeout_s=a.drain_timeout, log_level=a.log_level, compile_cache_dir=a.compile_cache_dir,
-            fast_queue=a.transport == "zmq",
+            fast_queue=a.transport == "zmq", ingest=ingest_config.from_args(a),
         )
     except ValueError as e:
         p.error(str(e))

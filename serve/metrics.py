@@ -166,14 +166,14 @@ class LiveGauges(Collector):
             yield family
 
 
-def metrics_route(live: LiveGauges | None = None) -> Callable:
+def metrics_route(*live: Collector) -> Callable:
     """A ``GET /metrics`` handler merging every process's samples (plus ``live`` gauges)."""
 
     async def metrics(request: Request) -> Response:
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-        if live is not None:
-            registry.register(live)
+        for collector in live:
+            registry.register(collector)
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return metrics

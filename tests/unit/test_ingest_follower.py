@@ -1,0 +1,94 @@
+"""A worker's follower over a real live graph: it replays the log before serving, applies new batches
+in a thread, refreshes what depends on the graph, reports its sequence, and steps over a batch the
+graph refuses."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from models.schema import CUSTOMER
+from models.store.live import LiveGraph
+from models.store.records import IngestBatch
+from models.store.snapshot import GraphSnapshot
+from serve.ingest import progress
+from serve.ingest.config import IngestConfig
+from serve.ingest.follower import Follower, open_follower
+from serve.ingest.metrics import FollowerMetrics
+from serve.ingest.service import open_ingestor
+from tests.ingest_helpers import build_snapshot, transaction_rows
+
+
+@pytest.fixture(scope="module")
+def snapshot(tiny_csv_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> GraphSnapshot:
+    return build_snapshot(tiny_csv_dir, tmp_path_factory.mktemp("snapshot"))
+
+
+def wait_for(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def reported(config: IngestConfig) -> int | None:
+    reports = progress.read_all(config.state_dir)
+    return reports[0].sequence if reports else None
+
+
+def test_replays_before_serving_then_follows_and_reports(tmp_path: Path, snapshot: GraphSnapshot) -> None:
+    config = IngestConfig(state_dir=tmp_path / "state", poll_s=0.01)
+    writer = open_ingestor(config, snapshot.directory)
+    writer.ingest("customers", [{"customer_id": "early"}])
+    writer.ingest("transactions", transaction_rows(snapshot, 3))
+    follower = open_follower(config, "churn", snapshot)
+    assert follower.graph.sequence == 2 and follower.graph.lookup(CUSTOMER, ["early"])[0] >= 0
+    assert reported(config) is None  # not serving yet: nothing reported before start()
+    registry = CollectorRegistry()
+    follower.metrics = FollowerMetrics("churn", registry)
+    refreshes = []
+
+    def refresh() -> bool:  # called every poll; says it refreshed only the first time
+        refreshes.append(follower.graph.sequence)
+        return len(refreshes) == 1
+
+    follower.refresh = refresh
+    follower.start()
+    try:
+        wait_for(lambda: reported(config) == 2)
+        writer.ingest("transactions", transaction_rows(snapshot, 2, day_offset=2))
+        wait_for(lambda: reported(config) == 3, timeout=2.0)
+        assert follower.graph.now_day == snapshot.max_day + 3
+        report = progress.read_all(config.state_dir)[0]
+        assert report.delta_rows == 5 + 1 and report.task == "churn"
+        lag = registry.get_sample_value("relserve_ingest_visible_lag_seconds_count", {"task": "churn"})
+        assert lag == 1.0  # the replayed batches are not lag samples
+        assert registry.get_sample_value("relserve_ingest_applied_batches_total", {"task": "churn"}) == 1.0
+        assert registry.get_sample_value("relserve_article_key_refreshes_total", {"task": "churn"}) == 1.0
+        assert 3 in refreshes
+    finally:
+        follower.stop()
+    assert reported(config) is None
+
+
+def test_a_batch_the_graph_refuses_is_stepped_over(tmp_path: Path, snapshot: GraphSnapshot,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    config = IngestConfig(state_dir=tmp_path / "state")
+    log = config.open_log()
+    bad = IngestBatch(0, "transactions", {"day": [snapshot.max_day], "customer_id": ["nobody"],
+                                          "article_id": ["nothing"], "price": [0.1], "sales_channel_id": [1]})
+    log.append(bad, 0)  # past the write side's validation, as a bug would
+    writer = open_ingestor(config, snapshot.directory)
+    writer.ingest("transactions", transaction_rows(snapshot, 1))
+    follower = Follower(config.open_log(), LiveGraph(snapshot),
+                        progress.ProgressFile(config.state_dir, "sales"),
+                        FollowerMetrics("sales", CollectorRegistry()))
+    with caplog.at_level(logging.ERROR, logger="relserve.ingest"):
+        while follower.step():
+            pass
+    assert follower.graph.sequence == 2 and follower.graph.delta_edges == 1
+    assert "skipping log batch 1" in caplog.text
