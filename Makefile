@@ -26,7 +26,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install install-train install-dev prometheus test lint serve demo-data demo-artifacts real-artifacts \
+.PHONY: install install-train install-dev prometheus redis test lint serve demo-data demo-artifacts real-artifacts \
 	loadtest clean
 
 install: $(STAMP_SERVE)
@@ -60,8 +60,24 @@ prometheus:
 	  || { echo "$$need" >&2; exit 1; }; \
 	$$SUDO systemctl stop prometheus >/dev/null 2>&1 || $$SUDO service prometheus stop >/dev/null 2>&1 || true
 
+# The ingestion tests run the Redis Streams log against a real redis-server (Debian's redis-server
+# package), installed here when missing and we may (root, or passwordless sudo). Unlike prometheus, a
+# machine where it cannot be installed still runs `make test`: those tests then skip, saying why. The
+# package starts a system service on install; the tests run their own server, so it is stopped.
+redis:
+	@if command -v redis-server >/dev/null 2>&1; then exit 0; fi; \
+	skip="make test: redis-server could not be installed; the Redis ingestion tests will be skipped"; \
+	if [ "$$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true >/dev/null 2>&1; then SUDO="sudo -n"; \
+	else echo "$$skip (run 'sudo apt-get install redis-server' to run them)" >&2; exit 0; fi; \
+	command -v apt-get >/dev/null 2>&1 || { echo "$$skip" >&2; exit 0; }; \
+	echo "make test: installing Debian's redis-server package" >&2; \
+	{ $$SUDO apt-get update -qq >/dev/null && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null; } \
+	  || { echo "$$skip" >&2; exit 0; }; \
+	$$SUDO systemctl stop redis-server >/dev/null 2>&1 || $$SUDO service redis-server stop >/dev/null 2>&1 || true
+
 # pytest exits 5 when it collects nothing: an empty suite tests nothing, so it fails loudly.
-test: prometheus install-dev
+test: prometheus redis install-dev
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$status
 
