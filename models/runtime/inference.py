@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -34,6 +35,7 @@ from models.registry import TASKS
 from models.runtime.bundle import BundleConfig, compile_cache_dirs, compile_cache_path, load_bundle
 from models.runtime.compile import CompileConfig, Predictor, compiled_graph_count
 from models.runtime.compile_cache import CompileCacheRecorder, load_compile_cache
+from models.runtime.serving_state import ArticleKeys, Serving, current_version, graph_version
 from models.schema import ARTICLE
 from models.store.snapshot import GraphSnapshot
 
@@ -70,6 +72,7 @@ class InferenceResult:
         bucket: the shape bucket the batch ran in (``"eager"``/``"dynamic"`` when not padded).
         padding_ratio: share of the bucket's node rows that were padding.
         stage_seconds: wall seconds of ``sample``, ``forward`` and ``rank``.
+        graph: the graph (version) the answer was read from: its ``ids`` name the ``articles``.
     """
 
     values: Tensor | None = None
@@ -79,27 +82,7 @@ class InferenceResult:
     bucket: str = ""
     padding_ratio: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ArticleKeys:
-    """Purchase article keys and every article's popularity, for one graph version and seed day.
-
-    Args:
-        keys: ``(A, D + 1)`` keys (see :meth:`TaskInference.compute_article_keys`).
-        popularity: ``(A, NUM_POPULARITY)`` every article's recent sales at ``version``'s seed day.
-        version: ``(base snapshot, log sequence, seed day)`` they were computed for.
-    """
-
-    keys: Tensor
-    popularity: Tensor
-    version: tuple[Any, int, int]
-
-
-def graph_version(graph: Any) -> tuple[Any, int, int]:
-    """``(base snapshot, log sequence, seed day)`` of a snapshot or a live graph's version: what the
-    article keys depend on."""
-    return getattr(graph, "base", graph), int(getattr(graph, "sequence", 0)), int(graph.end_time)
+    graph: Any = None
 
 
 def fitted_ladder(snapshot: GraphSnapshot, sampler: TemporalSampler, seed_type: str, max_seeds: int,
@@ -151,7 +134,7 @@ class TaskInference:
         self.spec = TASKS[config.task]
         self.answer_fields: dict[str, Callable[..., Tensor]] = {
             f.name: self.spec.resolve(f.compute) for f in self.spec.answer_fields}
-        self.snapshot = snapshot
+        self._serving = Serving(snapshot, None)
         self.device = torch.device(device)
         self.sampler = TemporalSampler(getattr(snapshot, "base", snapshot), SamplerConfig(
             config.sampler.fanouts, "last", config.sampler.per_day))
@@ -163,9 +146,8 @@ class TaskInference:
                                    seed_types=(self.entity_type,))
         self.bundle_dir = bundle_dir
         self.cache_dir = cache_dir
-        self.article_keys: Tensor | None = None  # the keys of `_keys`, or given by a caller
+        self.article_keys: Tensor | None = None  # the last keys refreshed
         self.popularity: dict[tuple, Tensor] = {}  # per graph version, every article's recent sales
-        self._keys: ArticleKeys | None = None
         self._graphs_after_warmup: int | None = None
 
     @classmethod
@@ -216,15 +198,31 @@ class TaskInference:
             return 0
         return compiled_graph_count() - self._graphs_after_warmup
 
+    @property
+    def snapshot(self) -> GraphSnapshot | LiveGraph:
+        """The graph answers are read from (a snapshot or a live graph); see :meth:`use_graph`."""
+        return self._serving.graph
+
     def current(self) -> Any:
         """The graph a call reads: the snapshot, or the live graph's current version."""
-        view = getattr(self.snapshot, "view", None)
-        return view() if view is not None else self.snapshot
+        return current_version(self._serving.graph)
+
+    def use_graph(self, graph: GraphSnapshot | LiveGraph) -> None:
+        """Answer from ``graph`` from now on, e.g. a live graph over a compacted snapshot version
+        caught up with the log. Its article keys are computed first (off the request path), then the
+        graph and its keys are swapped in with one assignment: a call reads the old pair or the new
+        one. Node indices of the new graph may differ (new nodes take their sorted place in a
+        compacted snapshot): map ids with :meth:`run_ids` or the result's ``graph``."""
+        keys = self._keys_for(graph, None) if self.spec.ranks else None
+        self._serving = Serving(graph, keys)
 
     def article_keys_stale(self) -> bool:
-        """Whether the graph or the seed day moved since the article keys were computed (cheap)."""
-        keys = self._keys
-        return keys is None or keys.version != graph_version(self.current())
+        """Whether the graph or the seed day moved since the article keys were computed (cheap;
+        always ``False`` for a task without keys)."""
+        serving = self._serving
+        if not self.spec.ranks:
+            return False
+        return serving.keys is None or serving.keys.version != graph_version(current_version(serving.graph))
 
     def refresh_article_keys(self) -> bool:
         """Recompute the article keys of the current graph version and seed day, then swap them in
@@ -233,14 +231,19 @@ class TaskInference:
         Returns:
             ``False`` (nothing done) for a task without keys or keys that are up to date.
         """
+        serving = self._serving
         if not self.spec.ranks or not self.article_keys_stale():
             return False
-        graph = self.current()
-        keys = self.compute_article_keys(graph.end_time, graph)
-        popularity = self.popularity[graph_version(graph)]
-        self._keys = ArticleKeys(keys, popularity, graph_version(graph))
-        self.article_keys = keys
+        keys = self._keys_for(serving.graph, serving.keys)
+        if self._serving.graph is serving.graph:  # not swapped meanwhile
+            self._serving = Serving(serving.graph, keys)
         return True
+
+    def _keys_for(self, graph: Any, old: ArticleKeys | None) -> ArticleKeys:
+        version = current_version(graph)
+        keys = self.compute_article_keys(version.end_time, version)
+        self.article_keys = keys
+        return ArticleKeys(keys, self.popularity[graph_version(version)], graph_version(version))
 
     @torch.inference_mode()
     def compute_article_keys(self, seed_time: int, graph: Any = None) -> Tensor:
@@ -316,8 +319,32 @@ class TaskInference:
             inputs: :meth:`prepare`'s result for the same ``entity`` and ``seed_time`` (``None``:
                 prepared here).
         """
+        return self._run(self._serving, None, entity, k, seed_time, article_keys, inputs)
+
+    @torch.inference_mode()
+    def run_ids(self, ids: list[str], k: int = 12) -> tuple[np.ndarray, InferenceResult | None]:
+        """Look ``ids`` up and answer the known ones at the graph's end, both on one graph version
+        (a live graph's, or the one :meth:`use_graph` swapped in meanwhile: never a mix).
+
+        Returns:
+            ``(K,)`` int64 dense indices (``-1``: unknown id) and the result for the known ids in
+            order (``None`` if none is known); map article indices with ``result.graph.ids``.
+        """
+        serving = self._serving
+        graph = current_version(serving.graph)
+        index = graph.lookup(self.entity_type, list(ids))
+        known = index[index >= 0]
+        if not len(known):
+            return index, None
+        return index, self._run(serving, graph, torch.from_numpy(known), k)
+
+    def _run(self, serving: Serving, graph: Any, entity: Tensor, k: int = 12, seed_time: Tensor | None = None,
+             article_keys: Tensor | None = None, inputs: ModelInputs | None = None) -> InferenceResult:
         t0 = time.perf_counter()
-        graph = self.current()
+        if self.spec.ranks and article_keys is None and serving.keys is None:
+            self.refresh_article_keys()  # first use without a warm-up: computed once, here
+            serving = self._serving
+        graph = current_version(serving.graph) if graph is None else graph
         if seed_time is None:
             seed_time = torch.full_like(entity, graph.end_time)
         if inputs is None:
@@ -326,15 +353,11 @@ class TaskInference:
         t1 = time.perf_counter()
         output = self.predictor(inputs)
         t2 = time.perf_counter()
-        result = InferenceResult(bucket=bucket.name if bucket else self.compile_config.strategy)
+        result = InferenceResult(bucket=bucket.name if bucket else self.compile_config.strategy, graph=graph)
         if bucket is not None:
             result.padding_ratio = 1.0 - sum(inputs.num_nodes().values()) / sum(bucket.nodes.values())
         if self.spec.ranks:
-            keys = article_keys
-            if keys is None:
-                if self._keys is None:  # first use without a warm-up: computed once, here
-                    self.refresh_article_keys()
-                keys = self._keys.keys
+            keys = article_keys if article_keys is not None else serving.keys.keys
             ranked = [self.model.head.rank(query, keys, k, history)
                       for query, history in self._ranking_rows(entity, seed_time, output, graph, keys)]
             result.scores = torch.cat([scores for scores, _ in ranked]).float().cpu()

@@ -85,6 +85,8 @@ class VirtualKeptPositions:
 
     def index_select(self, dim: int, index: Tensor) -> Tensor:
         assert dim == 0
+        if self.ranks.start.numel() == 0:  # no dirty row: the base's own positions
+            return self.base.index_select(0, index)
         row, case, base_rank, delta_rank = self.ranks.locate(index)
         in_delta = case == DELTA
         source = take(self.base, self.delta, in_delta, base_rank, delta_rank)

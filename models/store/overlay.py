@@ -149,6 +149,8 @@ class VirtualCumulative:
     def index_select(self, dim: int, index: Tensor) -> Tensor:
         assert dim == 0
         o = self.overlay
+        if o.start.numel() == 0:  # no dirty row: the base's own values
+            return self.base.index_select(0, index).to(self.correction.dtype)
         row, case, base_index, delta_index = o.locate(index)
         in_delta = case == DELTA
         # Within a delta segment: the base up to the row's head end, plus the delta's own sum so far.

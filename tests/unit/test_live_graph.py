@@ -161,6 +161,14 @@ def test_new_nodes_are_appended_found_and_bought(graphs, tmp_path: Path) -> None
     # no vocabulary in this snapshot: categorical values are "missing", numeric ones missing with the flag
     assert view.categorical[CUSTOMER].index_select(0, torch.tensor([customer])).tolist() == [[0] * 4]
     assert view.numeric[CUSTOMER].index_select(0, torch.tensor([customer])).tolist() == [[0.0, 1.0]]
+    nodes = torch.tensor([0, customer])  # a graph with new nodes and no new edge yet
+    for per_day in (0, 2):
+        tree = TemporalSampler(base, SamplerConfig((3, 2), "last", per_day)).sample(
+            CUSTOMER, nodes, torch.full_like(nodes, CUT + 1), graph=view)
+        assert tree.node_ids[CUSTOMER].tolist()[:2] == [0, customer]
+    features = temporal_features(view, CUSTOMER, nodes, torch.full_like(nodes, CUT + 1))
+    assert torch.equal(features[0], temporal_features(base, CUSTOMER, nodes[:1], torch.tensor([CUT + 1]))[0])
+    assert features[1, -1] == 0  # no history
     existing = base.ids[CUSTOMER][0].decode()
     fresh.apply(IngestBatch(3, "transactions", {
         "day": [CUT + 1, CUT + 2], "customer_id": ["new-customer", existing],
