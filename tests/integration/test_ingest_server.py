@@ -1,0 +1,194 @@
+"""Ingestion through a real ``python -m serve --state-dir`` process: the write routes are absent without
+it; with it, credentials guard both sides, a purchase changes the next answer, new customers and
+articles can be created, bought and scored, refusals leave the log alone, the file drop feeds the
+graph, a killed worker comes back serving every acknowledged row, and the metrics say so.
+
+The server is eager (``--compile none``): ingestion changes no shape, and compiling three tasks would
+only slow the test down.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from models.schema import ARTICLE, CUSTOMER
+from models.store.snapshot import GraphSnapshot
+from serve.bench.metrics_read import scrape, value
+from serve.bench.process import ServerProcess
+from tests.ingest_helpers import READ_KEY, WRITE_KEY, node_ids, transaction_rows
+from tests.integration.conftest import SERVER_ARGS
+from tests.integration.waits import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+WRITE = {"Authorization": f"Bearer {WRITE_KEY}"}
+READ = {"Authorization": f"Bearer {READ_KEY}"}
+TASKS = ["churn", "sales", "purchase"]
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("state")
+
+
+@pytest.fixture(scope="module")
+def drop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("drop")
+
+
+@pytest.fixture(scope="module")
+def ingesting(artifacts: Path, state: Path, drop: Path) -> Iterator[ServerProcess]:
+    with ServerProcess(artifacts, *SERVER_ARGS, "--compile", "none", "--state-dir", str(state),
+                       "--ingest-dir", str(drop), log_path=state.parent / "serve.log",
+                       env={"RELSERVE_WRITE_KEY": WRITE_KEY, "RELSERVE_READ_KEY": READ_KEY}) as server:
+        server.wait_ready(timeout=900)
+        yield server
+
+
+def ingest(server: ServerProcess, kind: str, rows: list[dict], **params: str) -> requests.Response:
+    return requests.post(f"{server.url}/ingest/{kind}", params=params, headers=WRITE, json={"rows": rows},
+                         timeout=60)
+
+
+def predict(server: ServerProcess, task: str, body: dict) -> requests.Response:
+    return requests.post(f"{server.url}/predict/{task}", headers=READ, json=body, timeout=60)
+
+
+def status(server: ServerProcess) -> dict:
+    return requests.get(f"{server.url}/ingest/status", headers=WRITE, timeout=10).json()
+
+
+def test_without_a_state_dir_there_are_no_write_routes(server: ServerProcess,
+                                                       snapshot: GraphSnapshot) -> None:
+    routes = (("post", "/ingest/transactions"), ("post", "/ingest/customers"), ("get", "/ingest/status"))
+    for method, path in routes:
+        response = requests.request(method, server.url + path, json={"rows": transaction_rows(snapshot, 1)},
+                                    headers=WRITE, timeout=30)
+        assert response.status_code == 404, (path, response.text)
+    assert requests.post(f"{server.url}/predict/churn", timeout=30,
+                         json={"customer_id": node_ids(snapshot, CUSTOMER, 1)[0]}).status_code == 200
+
+
+@pytest.mark.parametrize(("path", "headers", "status_code"), [
+    ("/ingest/transactions", {}, 401), ("/ingest/transactions", {"Authorization": "Bearer nope"}, 403),
+    ("/ingest/transactions", READ, 403), ("/predict/churn", {}, 401),
+    ("/predict/churn", {"Authorization": "Bearer nope"}, 403), ("/predict/churn", READ, 200),
+    ("/predict/churn", WRITE, 200),
+])
+def test_credentials_on_a_real_server(ingesting: ServerProcess, snapshot: GraphSnapshot, path: str,
+                                      headers: dict, status_code: int) -> None:
+    before = status(ingesting)["log_sequence"]
+    body = ({"rows": transaction_rows(snapshot, 1)} if path.startswith("/ingest")
+            else {"customer_id": node_ids(snapshot, CUSTOMER, 1)[0]})
+    response = requests.post(ingesting.url + path, headers=headers, json=body, timeout=60)
+    assert response.status_code == status_code, response.text
+    assert status(ingesting)["log_sequence"] == before
+
+
+def test_a_purchase_changes_the_next_answer(ingesting: ServerProcess, snapshot: GraphSnapshot) -> None:
+    buyer = node_ids(snapshot, CUSTOMER, 1, start=17)[0]
+    churn_before = predict(ingesting, "churn", {"customer_id": buyer}).json()
+    purchase_before = predict(ingesting, "purchase", {"customer_id": buyer, "k": 12}).json()
+    article = next(a for a in node_ids(snapshot, ARTICLE, 50)
+                   if a not in {x["article_id"] for x in purchase_before["articles"]})
+    row = {**transaction_rows(snapshot, 1)[0], "customer_id": buyer, "article_id": article}
+    answer = ingest(ingesting, "transactions", [row], sync="true")
+    assert answer.status_code == 200, answer.text
+    churn_after = predict(ingesting, "churn", {"customer_id": buyer}).json()
+    purchase_after = predict(ingesting, "purchase", {"customer_id": buyer, "k": 12}).json()
+    assert churn_after["churn_probability"] != churn_before["churn_probability"]
+    assert churn_after["active_last_7d"] is True
+    assert purchase_after != purchase_before
+    assert status(ingesting)["visible_sequence"] >= answer.json()["sequence"]
+
+
+def test_new_customers_and_articles_are_created_bought_and_scored(ingesting: ServerProcess,
+                                                                  snapshot: GraphSnapshot) -> None:
+    assert predict(ingesting, "churn", {"customer_id": "walk-in-1"}).status_code == 404
+    customer = {"customer_id": "walk-in-1", "age": 29, "FN": 1.0}
+    assert ingest(ingesting, "customers", [customer]).status_code == 200
+    article = {"article_id": "0999000001", "colour_group_code": 9}
+    assert ingest(ingesting, "articles", [article]).status_code == 200
+    buys = [{**transaction_rows(snapshot, 1, day_offset=2)[0], "customer_id": "walk-in-1",
+             "article_id": "0999000001"},
+            *[{**r, "article_id": "0999000001"}
+              for r in transaction_rows(snapshot, 5, day_offset=2, start=30)]]
+    assert ingest(ingesting, "transactions", buys, sync="true").status_code == 200
+    churn = predict(ingesting, "churn", {"customer_id": "walk-in-1"})
+    assert churn.status_code == 200 and churn.json()["active_last_7d"] is True
+    sales = predict(ingesting, "sales", {"article_id": "0999000001"})
+    assert sales.status_code == 200, sales.text
+    ranked = predict(ingesting, "purchase", {"customer_id": "walk-in-1", "k": 100}).json()["articles"]
+    assert "0999000001" in {a["article_id"] for a in ranked}
+
+
+@pytest.mark.parametrize(("kind", "rows", "status_code"), [
+    ("transactions", "late", 422), ("transactions", "unknown article", 422), ("customers", "existing", 422),
+    ("articles", "empty", 422),
+])
+def test_bad_batches_leave_the_graph_unchanged(ingesting: ServerProcess, snapshot: GraphSnapshot, kind: str,
+                                               rows: str, status_code: int) -> None:
+    before = status(ingesting)
+    good = transaction_rows(snapshot, 2, day_offset=2, start=40)
+    bad = {"late": [*good, transaction_rows(snapshot, 1, day_offset=-60)[0]],
+           "unknown article": [*good, {**good[0], "article_id": "no-such-article"}],
+           "existing": [{"customer_id": node_ids(snapshot, CUSTOMER, 1)[0]}], "empty": []}[rows]
+    response = ingest(ingesting, kind, bad)
+    assert response.status_code == status_code and "rows" in response.json()["detail"]
+    after = status(ingesting)
+    assert after["log_sequence"] == before["log_sequence"]
+    assert [w["delta_rows"] for w in after["workers"]] == [w["delta_rows"] for w in before["workers"]]
+
+
+def test_the_file_drop_feeds_the_graph(ingesting: ServerProcess, snapshot: GraphSnapshot, drop: Path) -> None:
+    rows = transaction_rows(snapshot, 8, day_offset=2, start=60)
+    header = list(rows[0])
+    text = ",".join(header) + "\n" + "".join(",".join(str(r[c]) for c in header) + "\n" for r in rows)
+    before = status(ingesting)["log_sequence"]
+    (drop / "transactions" / "night.csv.part").write_text(text)
+    os.replace(drop / "transactions" / "night.csv.part", drop / "transactions" / "night.csv")
+    wait_for(lambda: (drop / "transactions" / "done" / "night.csv").exists(), "the file in done/", 60)
+    wait_for(lambda: status(ingesting)["visible_sequence"] > before, "the file's batch served", 60)
+
+
+def test_a_killed_worker_comes_back_serving_every_acknowledged_row(ingesting: ServerProcess,
+                                                                   snapshot: GraphSnapshot) -> None:
+    assert ingest(ingesting, "transactions", transaction_rows(snapshot, 3, day_offset=2, start=80),
+                  sync="true").status_code == 200
+    served = status(ingesting)
+    victim = next(w for w in served["workers"] if w["task"] == "purchase")
+    os.kill(victim["pid"], signal.SIGKILL)
+    # Acknowledged while the worker is gone: durable at once, served by the new worker once it is up.
+    late = ingest(ingesting, "transactions", transaction_rows(snapshot, 2, day_offset=2, start=90))
+    assert late.status_code == 200
+
+    def caught_up() -> bool:
+        now = status(ingesting)
+        pids = {w["pid"] for w in now["workers"] if w["task"] == "purchase"}
+        return victim["pid"] not in pids and now["visible_sequence"] >= late.json()["sequence"]
+
+    wait_for(caught_up, "the restarted worker serving the log", 300)
+    again = status(ingesting)
+    assert len({w["delta_rows"] for w in again["workers"]}) == 1  # every worker holds the same delta
+
+
+def test_ingestion_metrics(ingesting: ServerProcess, snapshot: GraphSnapshot) -> None:
+    ingest(ingesting, "transactions", transaction_rows(snapshot, 2, day_offset=2, start=100), sync="true")
+    ingest(ingesting, "transactions", [{"t_dat": "yesterday"}])
+    text = scrape(ingesting.url)
+    assert value(text, "relserve_ingest_rows_total", kind="transactions") >= 2
+    assert value(text, "relserve_ingest_rejected_rows_total", kind="transactions", reason="invalid") >= 1
+    assert value(text, "relserve_ingest_requests_total", kind="transactions", status="422") >= 1
+    assert value(text, "relserve_auth_failures_total", scope="write", status="401") >= 0
+    for task in TASKS:
+        assert value(text, "relserve_ingest_visible_lag_seconds_count", task=task) >= 1
+        assert value(text, "relserve_ingest_applied_sequence", task=task) >= 1
+        assert value(text, "relserve_ingest_delta_rows", task=task) >= 2
+    assert value(text, "relserve_ingest_log_sequence") == status(ingesting)["log_sequence"]
+    assert value(text, "relserve_article_key_refreshes_total", task="purchase") >= 1
