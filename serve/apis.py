@@ -62,10 +62,10 @@ class WorkerSettings:
 
 @dataclass(frozen=True)
 class Query:
-    """One decoded request: the id as sent, its dense index (``-1``: unknown) and ``k``."""
+    """One decoded request: the id as sent and ``k``. The id is looked up in ``predict``, on the
+    graph version that answers it (a live graph's node indices can move with a compaction)."""
 
-    id: str
-    index: int
+    id: str | int
     k: int = 0
 
 
@@ -90,11 +90,13 @@ class TaskAPI(ls.LitAPI):
         torch.set_num_threads(self.settings.threads)
         torch.set_num_interop_threads(1)
         started = time.perf_counter()
-        graph = GraphSnapshot.open(self.settings.snapshot_dir)
-        if self.settings.ingest is not None:
+        if self.settings.ingest is None:
+            graph = GraphSnapshot.open(self.settings.snapshot_dir)
+        else:
             from serve.ingest.follower import open_follower  # the live graph: only with --state-dir
 
-            self.follower = open_follower(self.settings.ingest, self.task, graph)
+            artifacts = Path(self.settings.snapshot_dir).parent
+            self.follower = open_follower(self.settings.ingest, self.task, artifacts)
             graph = self.follower.graph
         self.inference = TaskInference.from_bundle(
             Path(self.settings.bundle_dir), graph, compile=self.settings.compile, device=device,
@@ -112,11 +114,8 @@ class TaskAPI(ls.LitAPI):
             # Purchase keys follow the graph and the seed day; the follower thread recomputes them
             # when stale, so answering never waits on it.
             self.follower.refresh = self.inference.refresh_article_keys if self.task_spec.ranks else None
+            self.follower.switch = self.inference.use_graph  # a compacted snapshot version
             self.follower.start()
-
-    def lookup(self, entity_id: str, k: int = 0) -> Query:
-        index = int(self.inference.snapshot.lookup(self.inference.entity_type, [entity_id])[0])
-        return Query(entity_id, index, k)
 
     def queue_waits(self, seconds: list[float]) -> None:
         self.metrics.queue_waits(seconds)  # called by BlockingBatchedLoop per batch
@@ -125,13 +124,14 @@ class TaskAPI(ls.LitAPI):
         return list(inputs)
 
     def predict(self, queries: list[Query]) -> list[tuple[Query, dict[str, Any] | None]]:
-        """Run the known ids of the batch in one forward; ``None`` answers the unknown ones."""
-        known = [q for q in queries if q.index >= 0]
+        """Look the batch's ids up and run the known ones in one forward, both on one graph version;
+        ``None`` answers the unknown ones."""
+        with torch.inference_mode():
+            index, result = self.inference.run_ids([q.id for q in queries], k=self.rank_k)
+        found = (index >= 0).tolist()
+        known = [q for q, ok in zip(queries, found, strict=True) if ok]
         answers: list[dict[str, Any]] = []
-        if known:
-            entity = torch.tensor([q.index for q in known], dtype=torch.long)
-            with torch.inference_mode():
-                result = self.inference.run(entity, k=self.rank_k)
+        if result is not None:
             self.metrics.batch(len(queries), result.bucket, result.padding_ratio, result.stage_seconds)
             self.metrics.recompiles(self.inference.recompiles())
             answers = self.answers(known, result)
@@ -139,7 +139,7 @@ class TaskAPI(ls.LitAPI):
                 for answer, value in zip(answers, values.tolist(), strict=True):
                     answer[name] = value
         in_order = iter(answers)
-        return [(q, next(in_order) if q.index >= 0 else None) for q in queries]
+        return [(q, next(in_order) if ok else None) for q, ok in zip(queries, found, strict=True)]
 
     def unbatch(self, output: list) -> list:
         return output
@@ -176,7 +176,7 @@ class RankAPI(TaskAPI):
         return min(MAX_K, len(self.inference.snapshot.ids[ARTICLE]))
 
     def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
-        article_ids = self.inference.snapshot.ids[ARTICLE]
+        article_ids = result.graph.ids[ARTICLE]  # the version that answered
         scores, articles = result.scores.tolist(), result.articles.tolist()
         field = self.task_spec.value_field
         return [{self.task_spec.id_field: q.id,
@@ -189,7 +189,7 @@ def _api_class(spec: TaskSpec) -> type[TaskAPI]:
     """``<Task>API`` for a registry entry, with its request and answer bodies as the annotations."""
 
     def decode_request(self: TaskAPI, request: Any) -> Query:
-        return self.lookup(getattr(request, spec.id_field), getattr(request, "k", 0))
+        return Query(getattr(request, spec.id_field), getattr(request, "k", 0))
 
     def encode_response(self: TaskAPI, output: tuple) -> Any:
         return self.respond(output)

@@ -43,7 +43,7 @@ class BuiltServer:
     admission: AdmissionState
     config: ServeConfig
     accelerator: str
-    file_drop: ingestion.FileDropProcess | None = None
+    background: ingestion.BackgroundProcess | None = None
 
     def run(self) -> None:
         """Serve until shut down (blocks).
@@ -52,8 +52,8 @@ class BuiltServer:
             RuntimeError: a worker's ``setup()`` failed before any worker was ready.
         """
         try:
-            if self.file_drop is not None:
-                self.file_drop.start()
+            if self.background is not None:
+                self.background.start()
             self.server.run(host=self.config.host, port=self.config.port,
                             num_api_servers=self.config.api_servers, generate_client_file=False,
                             log_level=self.config.log_level, access_log=False)
@@ -64,8 +64,8 @@ class BuiltServer:
             if not self.admission.draining.value:  # not a start-up stopped by SIGTERM
                 raise
         finally:
-            if self.file_drop is not None:
-                self.file_drop.stop()
+            if self.background is not None:
+                self.background.stop()
 
     def install_sigterm_drain(self) -> None:
         """On SIGTERM: refuse new requests (503), let those in flight finish, then stop; exit 0.
@@ -156,20 +156,20 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(HTTPException, http_error_handler)
     _document_errors(app, {api.api_path for api in apis})
-    collectors, file_drop = [_live_gauges(server, admission)], None
+    collectors, background = [_live_gauges(server, admission)], None
     credentials = Credentials.from_env()
     if config.ingest is not None:
         service = ingestion.install(app, config.ingest, bundles[0].snapshot_dir,
                                     {b.task: config.workers_per_task for b in bundles},
                                     draining=lambda: bool(admission.draining.value))
         collectors.append(ingestion.gauges(service))
-        file_drop = ingestion.FileDropProcess(config.ingest, bundles[0].snapshot_dir)
+        background = ingestion.BackgroundProcess(config.ingest, bundles[0].snapshot_dir.parent)
     if config.ingest is not None or credentials.read is not None:
         # Outermost: credentials are checked before admission counts a request or a body is read.
         app.add_middleware(KeyAuth, credentials=credentials, read_paths=frozenset(admission.limits),
                            guard_writes=config.ingest is not None)
     app.add_api_route(METRICS_PATH, metrics_route(*collectors), methods=["GET"], include_in_schema=False)
-    return BuiltServer(server, admission, config, accelerator, file_drop)
+    return BuiltServer(server, admission, config, accelerator, background)
 
 
 def _live_gauges(server: ls.LitServer, admission: AdmissionState) -> LiveGauges:

@@ -38,6 +38,8 @@ class IngestConfig:
         file_poll_s: how often the file drop looks for new files.
         clock: ``data`` (answers are for the day after the latest transaction) or ``wall`` (for
             tomorrow, UTC, when that is later: seed-time features age on days without sales).
+        compact_every_s: fold the log into a new snapshot version this often (``None``: never; use
+            ``python -m training.compact``).
     """
 
     state_dir: Path
@@ -50,6 +52,7 @@ class IngestConfig:
     poll_s: float = 0.05
     file_poll_s: float = 1.0
     clock: str = "data"
+    compact_every_s: float | None = None
 
     def __post_init__(self) -> None:
         checks = [
@@ -64,6 +67,9 @@ class IngestConfig:
              "--ingest-poll must be in 0.001..10 s"),
             (math.isfinite(self.file_poll_s) and self.file_poll_s > 0, "--ingest-dir-poll must be positive"),
             (self.clock in CLOCKS, f"--clock must be one of {', '.join(CLOCKS)}"),
+            (self.compact_every_s is None
+             or (math.isfinite(self.compact_every_s) and self.compact_every_s >= 1),
+             "--compact-every must be at least 1 s"),
         ]
         for ok, message in checks:
             if not ok:
@@ -103,6 +109,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--clock", default=d.clock, choices=CLOCKS,
                        help="seed day of answers: the day after the latest transaction (data), or "
                             "tomorrow UTC when later (wall)")
+    group.add_argument("--compact-every", type=float, default=None, metavar="S",
+                       help="fold the log into a new snapshot version every S seconds (default: never)")
 
 
 def from_args(args: argparse.Namespace) -> IngestConfig | None:
@@ -112,12 +120,14 @@ def from_args(args: argparse.Namespace) -> IngestConfig | None:
         ValueError: a bad value, or an ingestion option without ``--state-dir``.
     """
     if args.state_dir is None:
-        if args.ingest_dir is not None or args.ingest_log != WAL or args.clock != "data":
-            raise ValueError("--ingest-dir, --ingest-log and --clock need --state-dir")
+        defaults = (args.ingest_dir is None, args.ingest_log == WAL, args.clock == "data",
+                    args.compact_every is None)
+        if not all(defaults):
+            raise ValueError("--ingest-dir, --ingest-log, --clock and --compact-every need --state-dir")
         return None
     if args.state_dir.exists() and not args.state_dir.is_dir():
         raise ValueError(f"--state-dir {args.state_dir} is not a directory")
     return IngestConfig(state_dir=args.state_dir, log=args.ingest_log, ingest_dir=args.ingest_dir,
                         lateness_days=args.ingest_lateness_days, max_rows=args.ingest_max_rows,
                         max_bytes=args.ingest_max_bytes, sync_timeout_s=args.sync_timeout,
-                        poll_s=args.ingest_poll, clock=args.clock)
+                        poll_s=args.ingest_poll, clock=args.clock, compact_every_s=args.compact_every)

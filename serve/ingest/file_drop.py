@@ -26,11 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from serve.ingest.bodies import parse_body
-from serve.ingest.config import IngestConfig
 from serve.ingest.log import LogError
-from serve.ingest.metrics import IngestMetrics
 from serve.ingest.problems import BatchRejected, Problem
-from serve.ingest.service import open_ingestor
 from serve.ingest.writer import Ingestor
 
 log = logging.getLogger("relserve.ingest")
@@ -131,16 +128,3 @@ class FileDrop:
             target = target.with_name(f"{path.stem}.{time.strftime('%Y%m%dT%H%M%S')}{path.suffix}")
         os.replace(path, target)
         return target
-
-
-def serve_files(config: IngestConfig, snapshot_dir: str, parent_pid: int) -> None:
-    """The file-drop process (spawned by the server): look every ``config.file_poll_s`` seconds
-    until the server's main process is gone."""
-    logging.basicConfig(level=logging.INFO, format="relserve file drop: %(levelname)s: %(message)s")
-    drop = FileDrop(config.ingest_dir, open_ingestor(config, snapshot_dir, IngestMetrics()))
-    while os.getppid() == parent_pid:
-        try:
-            drop.scan()
-        except Exception:  # one unreadable file must not end the file drop
-            log.exception("file drop: look failed")
-        time.sleep(config.file_poll_s)

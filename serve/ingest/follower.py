@@ -9,6 +9,13 @@ stale; answering never waits on it), then reports the graph's sequence
 (:class:`serve.ingest.progress.ProgressFile`): a worker only reports a sequence it fully serves,
 article keys included, which is what ``?sync=true`` waits for.
 
+Compaction (``python -m training.compact``, or ``--compact-every``) writes a new snapshot version and
+moves the state directory's ``current`` pointer (:mod:`models.store.versions`). The follower sees the
+pointer move at its next poll, opens the new version (holding a lease on it, so it is not removed
+while served), builds a live graph over it caught up with the log, and hands it to ``switch`` (the
+worker's :meth:`models.runtime.inference.TaskInference.use_graph`, which computes the new graph's
+article keys before swapping graph and keys in one assignment): no request waits or fails.
+
 A batch the graph refuses (it passed the write side's validation, so this is a bug, but one that
 would otherwise stall every worker forever) is logged and stepped over; every worker refuses the
 same batch, so all of them still serve the same graph.
@@ -20,9 +27,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from models.store.live import BatchError, LiveGraph, wall_clock
-from models.store.snapshot import GraphSnapshot
+from models.store.versions import Lease, current_snapshot_dir, open_current
 from serve.ingest.config import IngestConfig
 from serve.ingest.log import Log, LogError, check_order
 from serve.ingest.metrics import FollowerMetrics
@@ -43,12 +51,21 @@ class Follower:
         metrics: lag, applied batches, article-key refreshes.
         poll_s: pause between looks at the log while nothing is new.
         refresh: run after each step, before reporting; returns whether it did anything.
+        versions: ``(artifacts, state dir)`` whose current snapshot version is followed (``None``:
+            the graph's base is kept).
+        lease: the lease held on the graph's base version, released when switching away.
+        switch: receives the live graph over a new version, to serve from then on.
     """
 
     def __init__(self, log: Log, graph: LiveGraph, progress: ProgressFile, metrics: FollowerMetrics,
-                 poll_s: float = 0.05, refresh: Callable[[], bool] | None = None) -> None:
+                 poll_s: float = 0.05, refresh: Callable[[], bool] | None = None,
+                 versions: tuple[Path, Path] | None = None, lease: Lease | None = None,
+                 switch: Callable[[LiveGraph], None] | None = None) -> None:
         self.log = log
         self.graph = graph
+        self.versions = versions
+        self.lease = lease
+        self.switch = switch
         self.progress = progress
         self.metrics = metrics
         self.poll_s = poll_s
@@ -65,19 +82,10 @@ class Follower:
         return applied
 
     def step(self, observe_lag: bool = True, report: bool = True) -> int:
-        """Apply what is new in the log (at most one read's worth) and, once running, refresh what
-        depends on the graph; returns how many batches."""
-        after = self.graph.sequence
-        batches = self.log.read(after)
-        if batches:
-            check_order(batches, after)
-            try:
-                self.graph.apply_many(batches)
-            except BatchError as e:
-                failed = self.graph.sequence + 1
-                log.error("worker %s: skipping log batch %d, which the graph cannot apply: %s",
-                          self.progress.task, failed, e)
-                self.graph.skip(failed)
+        """Apply what is new in the log (at most one read's worth) and, once running, follow a new
+        snapshot version and refresh what depends on the graph; returns how many batches."""
+        batches = self._apply(self.graph)
+        switched = report and self._follow_version()
         if report and self.refresh is not None:
             started = time.perf_counter()
             if self.refresh():
@@ -85,13 +93,49 @@ class Follower:
         if batches:
             now = time.time()
             self.metrics.applied(len(batches), [now - b.received_at for b in batches] if observe_lag else [])
-            if report:
-                self.report()
+        if report and (batches or switched):
+            self.report()
         return len(batches)
 
+    def _apply(self, graph: LiveGraph) -> list:
+        after = graph.sequence
+        batches = self.log.read(after)
+        if batches:
+            check_order(batches, after)
+            try:
+                graph.apply_many(batches)
+            except BatchError as e:
+                failed = graph.sequence + 1
+                log.error("worker %s: skipping log batch %d, which the graph cannot apply: %s",
+                          self.progress.task, failed, e)
+                graph.skip(failed)
+        return batches
+
+    def _follow_version(self) -> bool:
+        """Switch to the state directory's current snapshot version if it moved; whether it did."""
+        if self.versions is None:
+            return False
+        artifacts, state_dir = self.versions
+        if current_snapshot_dir(artifacts, state_dir).resolve() == Path(self.graph.base.directory).resolve():
+            return False
+        base, lease = open_current(artifacts, state_dir)
+        graph = LiveGraph(base, clock=self.graph.clock)
+        while self._apply(graph):
+            pass
+        if self.switch is not None:
+            self.switch(graph)
+        previous, self.graph, self.lease = self.lease, graph, lease
+        if previous is not None:
+            previous.release()
+        self.metrics.switched()
+        log.info("worker %s: now serving snapshot version %s (log sequence %d)", self.progress.task,
+                 base.directory.name, base.sequence)
+        return True
+
     def report(self) -> None:
-        new_nodes = sum(self.graph.new_nodes.values())
-        self.progress.write(self.graph.sequence, self.graph.delta_edges + new_nodes)
+        graph = self.graph
+        delta = graph.delta_edges + sum(graph.new_nodes.values())
+        self.progress.write(graph.sequence, delta, snapshot_version=graph.base.sequence)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"relserve-follow-{self.progress.task}",
@@ -103,6 +147,8 @@ class Follower:
         if self._thread is not None:
             self._thread.join(timeout)
         self.progress.remove()
+        if self.lease is not None:
+            self.lease.release()
 
     def _run(self) -> None:
         self.report()
@@ -120,11 +166,13 @@ class Follower:
                 pause = RETRY_S
 
 
-def open_follower(config: IngestConfig, task: str, base: GraphSnapshot) -> Follower:
-    """A worker's live graph over ``base``, caught up with the log, and the follower that keeps it so
-    (call :meth:`Follower.start` once the worker serves)."""
+def open_follower(config: IngestConfig, task: str, artifacts: Path) -> Follower:
+    """A worker's live graph over the current snapshot version (``artifacts/snapshot`` until a
+    compaction), caught up with the log, and the follower that keeps it so (call
+    :meth:`Follower.start` once the worker serves)."""
+    base, lease = open_current(artifacts, config.state_dir)
     graph = LiveGraph(base, clock=wall_clock if config.clock == "wall" else None)
     follower = Follower(config.open_log(), graph, ProgressFile(config.state_dir, task), FollowerMetrics(task),
-                        config.poll_s)
+                        config.poll_s, versions=(Path(artifacts), config.state_dir), lease=lease)
     follower.catch_up()
     return follower

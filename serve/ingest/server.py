@@ -3,8 +3,8 @@
 :func:`prepare` runs in the main process before anything is built (a bad key, an unwritable state
 directory or an unreachable broker is one line and exit 2, and a torn WAL record is dropped here,
 with a warning, before any worker replays the log). :func:`install` adds the routes and the
-per-route body limit to the app before LitServe forks its API servers; :class:`FileDropProcess`
-runs the file drop in a process of its own.
+per-route body limit to the app before LitServe forks its API servers; :class:`BackgroundProcess`
+runs the file drop and periodic compaction in a process of their own.
 """
 
 from __future__ import annotations
@@ -93,23 +93,23 @@ def gauges(service: IngestService) -> IngestGauges:
     return IngestGauges(lambda: progress.read_all(service.config.state_dir), service.log_sequence)
 
 
-class FileDropProcess:
-    """``--ingest-dir``'s watcher, in a spawned process of its own (it exits when the server's main
-    process is gone, even after a ``kill -9``)."""
+class BackgroundProcess:
+    """The file drop and periodic compaction (:mod:`serve.ingest.background`), in a spawned process
+    of their own; it exits when the server's main process is gone, even after a ``kill -9``."""
 
-    def __init__(self, config: IngestConfig, snapshot_dir: Path) -> None:
+    def __init__(self, config: IngestConfig, artifacts: Path) -> None:
         self.config = config
-        self.snapshot_dir = snapshot_dir
+        self.artifacts = artifacts
         self.process: mp.process.BaseProcess | None = None
 
     def start(self) -> None:
-        if self.config.ingest_dir is None:
+        if self.config.ingest_dir is None and self.config.compact_every_s is None:
             return
-        from serve.ingest.file_drop import serve_files
+        from serve.ingest.background import serve_background
 
         self.process = mp.get_context("spawn").Process(
-            target=serve_files, args=(self.config, str(self.snapshot_dir), os.getpid()),
-            name="relserve-file-drop", daemon=True)
+            target=serve_background, args=(self.config, str(self.artifacts), os.getpid()),
+            name="relserve-background", daemon=True)
         self.process.start()
 
     def stop(self) -> None:

@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
+from models.registry import TASKS as TASK_SPECS
 from models.schema import ARTICLE, CUSTOMER
 from models.store.snapshot import GraphSnapshot
 from serve.bench.metrics_read import scrape, value
 from serve.bench.process import ServerProcess
+from serve.ingest.background import compact_once
+from serve.ingest.config import IngestConfig
 from tests.ingest_helpers import READ_KEY, WRITE_KEY, node_ids, transaction_rows
 from tests.integration.conftest import SERVER_ARGS
 from tests.integration.waits import wait_for
@@ -192,3 +196,42 @@ def test_ingestion_metrics(ingesting: ServerProcess, snapshot: GraphSnapshot) ->
         assert value(text, "relserve_ingest_delta_rows", task=task) >= 2
     assert value(text, "relserve_ingest_log_sequence") == status(ingesting)["log_sequence"]
     assert value(text, "relserve_article_key_refreshes_total", task="purchase") >= 1
+
+
+def test_compaction_moves_every_worker_to_the_new_version_without_a_failed_request(
+        ingesting: ServerProcess, snapshot: GraphSnapshot, artifacts: Path, state: Path) -> None:
+    """Last in the module: from here on the workers serve a compacted version."""
+    customers = [*node_ids(snapshot, CUSTOMER, 5, start=17), "walk-in-1"]
+    bodies = [("churn", {"customer_id": c}) for c in customers] + \
+             [("purchase", {"customer_id": c, "k": 12}) for c in customers] + \
+             [("sales", {"article_id": a}) for a in ["0999000001", *node_ids(snapshot, ARTICLE, 3)]]
+    before = [predict(ingesting, task, body).json() for task, body in bodies]
+    statuses, stop = [], threading.Event()
+
+    def hammer() -> None:
+        session = requests.Session()
+        while not stop.is_set():
+            for task, body in bodies:
+                statuses.append(session.post(f"{ingesting.url}/predict/{task}", headers=READ, json=body,
+                                             timeout=60).status_code)
+
+    client = threading.Thread(target=hammer)
+    client.start()
+    try:
+        done = compact_once(IngestConfig(state_dir=state), artifacts)
+        assert done is not None and done.sequence == status(ingesting)["log_sequence"]
+        wait_for(lambda: all(w["snapshot_version"] == done.sequence and w["delta_rows"] == 0
+                             for w in status(ingesting)["workers"]), "every worker on the new version", 120)
+    finally:
+        stop.set()
+        client.join(60)
+    assert statuses and set(statuses) == {200}
+    after = [predict(ingesting, task, body).json() for task, body in bodies]
+    for (task, _), old, new in zip(bodies, before, after, strict=True):
+        if task == "purchase":
+            old_ranks, new_ranks = old["articles"], new["articles"]
+            assert [a["article_id"] for a in new_ranks] == [a["article_id"] for a in old_ranks]
+            assert [a["score"] for a in new_ranks] == pytest.approx([a["score"] for a in old_ranks], abs=1e-5)
+        else:
+            field = TASK_SPECS[task].value_field
+            assert new[field] == pytest.approx(old[field], abs=1e-5), (task, old, new)

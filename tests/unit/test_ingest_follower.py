@@ -16,6 +16,7 @@ from models.store.live import LiveGraph
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
 from serve.ingest import progress
+from serve.ingest.background import compact_once
 from serve.ingest.config import IngestConfig
 from serve.ingest.follower import Follower, open_follower
 from serve.ingest.metrics import FollowerMetrics
@@ -25,7 +26,7 @@ from tests.ingest_helpers import build_snapshot, transaction_rows
 
 @pytest.fixture(scope="module")
 def snapshot(tiny_csv_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> GraphSnapshot:
-    return build_snapshot(tiny_csv_dir, tmp_path_factory.mktemp("snapshot"))
+    return build_snapshot(tiny_csv_dir, tmp_path_factory.mktemp("artifacts") / "snapshot")
 
 
 def wait_for(condition, timeout: float = 10.0) -> None:
@@ -45,7 +46,7 @@ def test_replays_before_serving_then_follows_and_reports(tmp_path: Path, snapsho
     writer = open_ingestor(config, snapshot.directory)
     writer.ingest("customers", [{"customer_id": "early"}])
     writer.ingest("transactions", transaction_rows(snapshot, 3))
-    follower = open_follower(config, "churn", snapshot)
+    follower = open_follower(config, "churn", snapshot.directory.parent)
     assert follower.graph.sequence == 2 and follower.graph.lookup(CUSTOMER, ["early"])[0] >= 0
     assert reported(config) is None  # not serving yet: nothing reported before start()
     registry = CollectorRegistry()
@@ -92,3 +93,27 @@ def test_a_batch_the_graph_refuses_is_stepped_over(tmp_path: Path, snapshot: Gra
             pass
     assert follower.graph.sequence == 2 and follower.graph.delta_edges == 1
     assert "skipping log batch 1" in caplog.text
+
+
+def test_a_compaction_is_followed_to_the_new_version(tmp_path: Path, snapshot: GraphSnapshot) -> None:
+    artifacts = snapshot.directory.parent
+    config = IngestConfig(state_dir=tmp_path / "state", compact_every_s=60)
+    writer = open_ingestor(config, snapshot.directory)
+    writer.ingest("customers", [{"customer_id": "kept"}])
+    writer.ingest("transactions", transaction_rows(snapshot, 4))
+    follower = open_follower(config, "purchase", artifacts)
+    switched = []
+    follower.switch = switched.append
+    assert follower.step() == 0 and switched == []  # nothing compacted yet
+
+    done = compact_once(config, artifacts)
+    assert done is not None and done.sequence == 2 and compact_once(config, artifacts) is None
+    writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=2))
+    follower.step()
+    assert switched == [follower.graph] and follower.graph.base.sequence == 2
+    # The new version, and the log after it.
+    assert follower.graph.sequence == 3 and follower.graph.delta_edges == 1
+    assert follower.graph.lookup(CUSTOMER, ["kept"])[0] >= 0
+    report = progress.read_all(config.state_dir)[0]
+    assert (report.sequence, report.snapshot_version, report.delta_rows) == (3, 2, 1)
+    follower.stop()

@@ -1,0 +1,69 @@
+"""The server's background process: the file drop (``--ingest-dir``) and periodic compaction
+(``--compact-every``), in one spawned process apart from the request path.
+
+Compaction folds every batch of the log into a new snapshot version in ``STATE_DIR/snapshots/``
+(:func:`models.store.versions.compact`: written aside, fsynced, then made ``current`` atomically);
+each worker's follower switches to it at its next poll (:mod:`serve.ingest.follower`), and versions
+no process holds any more are removed. The log itself is kept whole: the write side's view of ids
+and idempotency keys is built from it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+from models.store.live import BatchError, LiveGraph
+from models.store.versions import Compaction, compact, open_current
+from serve.ingest.config import IngestConfig
+from serve.ingest.file_drop import FileDrop
+from serve.ingest.metrics import IngestMetrics
+from serve.ingest.service import open_ingestor
+
+log = logging.getLogger("relserve.ingest")
+
+
+def compact_once(config: IngestConfig, artifacts: Path) -> Compaction | None:
+    """Fold the log into a new current snapshot version; ``None`` when the current one holds it all."""
+    base, lease = open_current(artifacts, config.state_dir)
+    try:
+        graph = LiveGraph(base)
+        ingest_log = config.open_log()
+        try:
+            while batches := ingest_log.read(graph.sequence):
+                try:
+                    graph.apply_many(batches)
+                except BatchError:
+                    graph.skip(graph.sequence + 1)  # as every worker does (serve.ingest.follower)
+        finally:
+            ingest_log.close()
+        return None if graph.sequence == base.sequence else compact(graph.view(), config.state_dir)
+    finally:
+        if lease is not None:
+            lease.release()
+
+
+def serve_background(config: IngestConfig, artifacts: str, parent_pid: int) -> None:
+    """Run the file drop and compaction until the server's main process is gone."""
+    logging.basicConfig(level=logging.INFO, format="relserve background: %(levelname)s: %(message)s")
+    metrics = IngestMetrics()
+    snapshot_dir = Path(artifacts) / "snapshot"
+    drop = None if config.ingest_dir is None else FileDrop(config.ingest_dir,
+                                                         open_ingestor(config, snapshot_dir, metrics))
+    next_compaction = time.monotonic() + (config.compact_every_s or 0)
+    while os.getppid() == parent_pid:
+        try:
+            if drop is not None:
+                drop.scan()
+            if config.compact_every_s and time.monotonic() >= next_compaction:
+                done = compact_once(config, Path(artifacts))
+                next_compaction = time.monotonic() + config.compact_every_s
+                if done is not None:
+                    metrics.compacted(done.seconds)
+                    log.info("compacted the log up to sequence %d into %s in %.1f s", done.sequence,
+                             done.directory.name, done.seconds)
+        except Exception:  # one bad file or failed compaction must not end the process
+            log.exception("background step failed")
+        time.sleep(config.file_poll_s if drop is not None else min(config.file_poll_s, 1.0))
