@@ -119,7 +119,43 @@ BATCHING = (
           "short", (('sum by (task, result) (relserve_compile_cache_total{task=~"$task"})',
                      "{{task}} {{result}}"),), "stat", 8),
 )
-ROWS = (("Traffic", TRAFFIC), ("Latency", LATENCY), ("Batching and compilation", BATCHING))
+KIND = 'kind=~".*"'
+INGESTION = (
+    Panel("Rows ingested", "Rows acknowledged per second (durable in the ingestion log), by table.",
+          "short", ((rate("relserve_ingest_rows_total", KIND, "kind"), "{{kind}}"),), width=8),
+    Panel("Rejected rows by reason", "Rows of refused batches per second, by the reason of the batch's "
+          "first problem (invalid, unknown_id, exists, late, future, too_large, key_conflict).", "short",
+          ((rate("relserve_ingest_rejected_rows_total", KIND, "kind, reason"), "{{kind}} {{reason}}"),),
+          width=8),
+    Panel("Ingest-to-visible lag p50 / p99", "From a batch's receipt to every worker of the task serving "
+          "it (purchase: article keys included). Target: p99 under 1 s.", "s",
+          tuple((quantile(q, "relserve_ingest_visible_lag_seconds"), f"p{round(q * 100)} {{{{task}}}}")
+                for q in (0.5, 0.99)), width=8),
+    Panel("Log and applied sequence", "The ingestion log's last sequence, and the lowest sequence the "
+          "task's live workers serve: a gap that stays open means a worker is behind.", "short",
+          (("max(relserve_ingest_log_sequence)", "log"),
+           ('min by (task) (relserve_ingest_applied_sequence{task=~"$task"})', "applied {{task}}")), width=8),
+    Panel("Delta size", "Rows (transactions and new nodes) the workers hold in memory on top of the base "
+          "snapshot; a compaction folds them into a new version and this drops to 0.", "short",
+          (('max by (task) (relserve_ingest_delta_rows{task=~"$task"})', "{{task}}"),), width=8),
+    Panel("Article-key refreshes", "Purchase article keys recomputed per second after the graph or the "
+          "seed day moved, and the mean time one takes (off the request path).", "short",
+          ((rate("relserve_article_key_refreshes_total"), "refreshes/s {{task}}"),
+           (mean("relserve_article_key_refresh_seconds"), "seconds {{task}}")), width=8),
+    Panel("Snapshot version", "Log sequence held by the compacted snapshot version the workers serve "
+          "(0: the artifacts' snapshot).", "short",
+          (('min by (task) (relserve_snapshot_version{task=~"$task"})', "{{task}}"),), "stat", 8),
+    Panel("Compactions", "Compactions run by the server (--compact-every), and snapshot versions the "
+          "workers switched to (python -m training.compact included).", "short",
+          (("sum(relserve_compactions_total) or vector(0)", "compactions"),
+           ('sum by (task) (relserve_snapshot_switches_total{task=~"$task"})', "switches {{task}}")),
+          "stat", 8),
+    Panel("Append time p99", "A batch's request from its first byte to its answer: validation and the "
+          "durable append (fsync, or the broker's acknowledgement).", "s",
+          ((quantile(0.99, "relserve_ingest_append_seconds", KIND, "kind"), "p99 {{kind}}"),), "stat", 8),
+)
+ROWS = (("Traffic", TRAFFIC), ("Latency", LATENCY), ("Batching and compilation", BATCHING),
+        ("Ingestion (with --state-dir)", INGESTION))
 
 
 def _panel_json(panel: Panel, panel_id: int, x: int, y: int) -> dict[str, Any]:
@@ -172,7 +208,8 @@ def build_dashboard() -> dict[str, Any]:
         "__requires": [{"type": "grafana", "id": "grafana", "name": "Grafana", "version": "10.0.0"},
                        {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"}],
         "uid": "relserve", "title": "relserve",
-        "description": "relserve serving: traffic, latency, batching, shape buckets and compilation.",
+        "description": "relserve serving: traffic, latency, batching, shape buckets and compilation; "
+                       "ingestion when the server runs with --state-dir.",
         "tags": ["relserve", "serving", "gnn"], "editable": True,
         "graphTooltip": 1, "schemaVersion": SCHEMA_VERSION, "version": 1, "refresh": "10s",
         "time": {"from": "now-15m", "to": "now"}, "timepicker": {}, "timezone": "",

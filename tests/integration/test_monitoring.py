@@ -26,8 +26,10 @@ import requests
 from loadtest.dashboard import DASHBOARD_PATH, render
 from loadtest.id_pool import IdPool
 from loadtest.traffic import TASK_PATHS, Traffic, answer_problem
+from models.store.snapshot import GraphSnapshot
 from serve.bench.metrics_read import scrape, series
 from serve.bench.process import ServerProcess, free_port
+from tests.ingest_helpers import transaction_rows
 
 REPO = Path(__file__).resolve().parents[2]
 SCRAPE_CONFIG = REPO / "loadtest" / "prometheus.yml"
@@ -51,10 +53,18 @@ def dashboard() -> dict:
     return json.loads(DASHBOARD_PATH.read_text())
 
 
-def panel_queries() -> list[tuple[str, str]]:
-    """``(panel title, expr)`` of every query of every panel."""
-    panels = [p for p in dashboard()["panels"] if p["type"] != "row"]
-    return [(p["title"], t["expr"]) for p in panels for t in p["targets"]]
+INGESTION_ROW = "Ingestion (with --state-dir)"
+
+
+def panel_queries(ingestion: bool = False) -> list[tuple[str, str]]:
+    """``(panel title, expr)`` of every query of every panel outside the ingestion row, or in it."""
+    queries, row = [], None
+    for panel in dashboard()["panels"]:
+        if panel["type"] == "row":
+            row = panel["title"]
+        elif (row == INGESTION_ROW) == ingestion:
+            queries += [(panel["title"], t["expr"]) for t in panel["targets"]]
+    return queries
 
 
 def test_scrape_config_passes_promtool() -> None:
@@ -101,6 +111,10 @@ def substitute(expr: str) -> str:
 @pytest.fixture()
 def prometheus(server: ServerProcess, tmp_path: Path) -> Iterator[str]:
     """A Prometheus of our own (temporary storage, free loopback port) scraping ``server`` every 2 s."""
+    yield from run_prometheus(server, tmp_path)
+
+
+def run_prometheus(server: ServerProcess, tmp_path: Path) -> Iterator[str]:
     binary = prometheus_tool("prometheus")
     config = SCRAPE_CONFIG.read_text()
     edits = (("127.0.0.1:8000", f"127.0.0.1:{server.port}"), ("scrape_interval: 5s", "scrape_interval: 2s"),
@@ -189,3 +203,50 @@ def test_every_dashboard_query_returns_data(server: ServerProcess, artifacts: Pa
         if not any(math.isfinite(float(sample["value"][1])) for sample in result):
             empty.append(f"{title}: {expr} -> {result}")
     assert not empty, "panels without data:\n" + "\n".join(empty)
+
+
+def answered_everywhere(prometheus: str, server: ServerProcess) -> float:
+    """Wait until Prometheus has scraped every request the server answered; the time to query at."""
+    total = served_total(server)
+    deadline = time.monotonic() + 30
+    while (scraped := query(prometheus, "sum(relserve_requests_total)")) == [] or \
+            float(scraped[0]["value"][1]) < total:
+        assert time.monotonic() < deadline, f"Prometheus has {scraped}, the server {total}"
+        time.sleep(0.3)
+    return time.time()
+
+
+@pytest.fixture()
+def ingesting(artifacts: Path, tmp_path: Path) -> Iterator[ServerProcess]:
+    state = tmp_path / "state"
+    with ServerProcess(artifacts, "--max-batch-size", "8", "--compile", "none", "--state-dir", str(state),
+                       "--compact-every", "3", log_path=tmp_path / "serve.log",
+                       env={"RELSERVE_WRITE_KEY": "monitoring"}) as process:
+        process.wait_ready(timeout=600)
+        yield process
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_every_ingestion_panel_returns_data(ingesting: ServerProcess, artifacts: Path,
+                                            tmp_path: Path) -> None:
+    snapshot = GraphSnapshot.open(artifacts / "snapshot")
+    traffic = Traffic(IdPool.from_snapshot(artifacts / "snapshot"))
+    for prometheus in run_prometheus(ingesting, tmp_path):
+        session, headers = requests.Session(), {"Authorization": "Bearer monitoring"}
+        for day in range(1, 9):  # a batch a second, every worker serving each before the next
+            rows = transaction_rows(snapshot, 5, day_offset=day)
+            answer = session.post(f"{ingesting.url}/ingest/transactions", params={"sync": "true"}, timeout=30,
+                                  headers=headers, json={"rows": rows})
+            assert answer.status_code == 200, answer.text
+            refused = session.post(f"{ingesting.url}/ingest/customers", headers=headers, timeout=30,
+                                   json={"rows": [{"customer_id": ""}]})
+            assert refused.status_code == 422
+            send_traffic(ingesting, traffic, seconds=1.0, clients=2)
+        at = answered_everywhere(prometheus, ingesting)
+        empty = []
+        for title, expr in panel_queries(ingestion=True):
+            result = query(prometheus, substitute(expr), at)
+            if not any(math.isfinite(float(sample["value"][1])) for sample in result):
+                empty.append(f"{title}: {expr} -> {result}")
+        assert not empty, "ingestion panels without data:\n" + "\n".join(empty)
