@@ -81,7 +81,8 @@ def materialize(view: LiveView, directory: str | Path) -> GraphSnapshot:
             np.cumsum(ends - starts, out=new_rowptr[1:])
         arrays = {"col": csr.col, "day": csr.day}
         if direction == PRICE_DIRECTION:
-            arrays["price"] = VirtualArray(csr.overlay, base.price, csr.delta.price.float(), csr.num_edges)
+            arrays["price"] = VirtualArray(csr.overlay, base.price.numpy(),
+                                           csr.delta.price.numpy().astype(np.float32), csr.num_edges)
         gathered = _gather(arrays, positions)
         if orders[dst] is not None:
             new_index = np.empty_like(orders[dst])

@@ -16,10 +16,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
 BEFORE, HEAD, DELTA, AFTER = 0, 1, 2, 3
+
+
+def as_numpy(values: Tensor | np.ndarray) -> np.ndarray:
+    """A tensor's numpy view (memory-mapped base arrays stay mapped: nothing is copied)."""
+    return values.numpy() if isinstance(values, Tensor) else values
+
+
+def as_tensor(values: np.ndarray) -> Tensor:
+    return torch.from_numpy(np.ascontiguousarray(values))
+
+
+def _bound(index: np.ndarray, last: int) -> np.ndarray:
+    """``index`` clamped to ``[0, last]`` (``np.clip`` costs several times more on small arrays)."""
+    return np.minimum(np.maximum(index, 0), max(last, 0))
 
 
 @dataclass(frozen=True)
@@ -27,7 +42,9 @@ class Overlay:
     """How a virtual index space (positions, or ranks in a sub-list of them) splits into base and delta.
 
     Per dirty row ``j`` (``K`` of them, in row order): its virtual start, its base head (kept from the
-    base, first), then its delta segment; the base tail it replaces is skipped.
+    base, first), then its delta segment; the base tail it replaces is skipped. All arrays are numpy
+    int64: a query holds tens to hundreds of indices, where numpy's per-call cost is a fraction of
+    torch's.
 
     Args:
         start: ``(K,)`` virtual index where dirty row ``j`` begins.
@@ -39,23 +56,38 @@ class Overlay:
             (``shift[K]``: after the last).
     """
 
-    start: Tensor
-    head: Tensor
-    length: Tensor
-    base_start: Tensor
-    delta_start: Tensor
-    shift: Tensor
+    start: np.ndarray
+    head: np.ndarray
+    length: np.ndarray
+    base_start: np.ndarray
+    delta_start: np.ndarray
+    shift: np.ndarray
 
     @classmethod
-    def build(cls, base_start: Tensor, head: Tensor, tail: Tensor, delta_start: Tensor,
-              length: Tensor) -> Overlay:
+    def build(cls, base_start: np.ndarray, head: np.ndarray, tail: np.ndarray, delta_start: np.ndarray,
+              length: np.ndarray) -> Overlay:
         """From each dirty row's base start, head and replaced tail lengths, and delta segment."""
-        gained = length - tail
-        shift = torch.zeros(len(gained) + 1, dtype=torch.long)
-        torch.cumsum(gained, 0, out=shift[1:])
+        base_start, head, tail, delta_start, length = (np.asarray(a, dtype=np.int64) for a in
+                                                       (base_start, head, tail, delta_start, length))
+        shift = np.zeros(len(length) + 1, dtype=np.int64)
+        np.cumsum(length - tail, out=shift[1:])
         return cls(base_start + shift[:-1], head, length, base_start, delta_start, shift)
 
-    def locate(self, index: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    @property
+    def empty(self) -> bool:
+        return not len(self.start)
+
+    def locate_tensor(self, index: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`locate` of a tensor's values, remembered for the same tensor object: the temporal
+        features read ``spend`` and ``day_starts`` at one tensor of positions, one after the other."""
+        last = self.__dict__.get("_last")
+        if last is not None and last[0] is index:
+            return last[1]
+        found = self.locate(as_numpy(index))
+        object.__setattr__(self, "_last", (index, found))  # one tuple: read whole by another thread
+        return found
+
+    def locate(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Where virtual ``index`` ``(F,)`` lies.
 
         Returns:
@@ -63,33 +95,29 @@ class Overlay:
             (clamped to 0), :data:`BEFORE` / :data:`HEAD` / :data:`DELTA` / :data:`AFTER` it, and the
             index in the base space (meaningful unless ``DELTA``) and in the delta space (for ``DELTA``).
         """
-        if self.start.numel() == 0:
-            zero = torch.zeros_like(index)
-            return zero, torch.full_like(index, BEFORE), index, zero
-        row = torch.searchsorted(self.start, index, right=True) - 1
+        if self.empty:
+            zero = np.zeros_like(index)
+            return zero, np.full_like(index, BEFORE), index, zero
+        row = np.searchsorted(self.start, index, side="right") - 1
         some = row >= 0
-        row = row.clamp(min=0)
-        head_end = self.start.index_select(0, row) + self.head.index_select(0, row)
-        delta_end = head_end + self.length.index_select(0, row)
-        case = torch.where(index < head_end, HEAD, torch.where(index < delta_end, DELTA, AFTER))
-        case = torch.where(some, case, BEFORE)
-        shift = self.shift.index_select(0, row + (case == AFTER).long())
-        base_index = index - torch.where(case == BEFORE, 0, shift)
-        delta_index = self.delta_start.index_select(0, row) + (index - head_end)
-        return row, case, base_index, delta_index
+        row = np.maximum(row, 0)
+        head_end = self.start[row] + self.head[row]
+        case = np.where(index < head_end, HEAD, np.where(index < head_end + self.length[row], DELTA, AFTER))
+        case[~some] = BEFORE
+        shift = np.where(some, self.shift[row + (case == AFTER)], 0)
+        return row, case, index - shift, self.delta_start[row] + (index - head_end)
 
-    def head_end(self, row: Tensor) -> Tensor:
+    def head_end(self, row: np.ndarray) -> np.ndarray:
         """Virtual index where dirty row ``row``'s delta segment begins."""
-        return self.start.index_select(0, row) + self.head.index_select(0, row)
+        return self.start[row] + self.head[row]
 
 
-def take(base: Tensor, delta: Tensor, in_delta: Tensor, base_index: Tensor, delta_index: Tensor) -> Tensor:
-    """``base[base_index]`` where not ``in_delta``, else ``delta[delta_index]`` (rows of 1-d or 2-d)."""
-    out = base.index_select(0, base_index.clamp(0, max(base.shape[0] - 1, 0)))
-    if delta.shape[0] and bool(in_delta.any()):
-        picked = delta.index_select(0, delta_index.clamp(0, delta.shape[0] - 1))
-        mask = in_delta.view(-1, *([1] * (out.dim() - 1)))
-        out = torch.where(mask, picked.to(out.dtype), out)
+def take(base: np.ndarray, delta: np.ndarray, in_delta: np.ndarray, base_index: np.ndarray,
+         delta_index: np.ndarray) -> np.ndarray:
+    """``base[base_index]`` where not ``in_delta``, else ``delta[delta_index]`` (rows of 1-d arrays)."""
+    out = base[_bound(base_index, len(base) - 1)]
+    if len(delta) and in_delta.any():
+        out = np.where(in_delta, delta[_bound(delta_index, len(delta) - 1)].astype(out.dtype), out)
     return out
 
 
@@ -98,14 +126,14 @@ class VirtualArray:
     """A per-edge array (``col``, ``day``) read at virtual positions: ``index_select`` only."""
 
     overlay: Overlay
-    base: Tensor
-    delta: Tensor
+    base: np.ndarray
+    delta: np.ndarray
     size: int
 
     def index_select(self, dim: int, index: Tensor) -> Tensor:
         assert dim == 0
-        _, case, base_index, delta_index = self.overlay.locate(index)
-        return take(self.base, self.delta, case == DELTA, base_index, delta_index)
+        _, case, base_index, delta_index = self.overlay.locate_tensor(index)
+        return as_tensor(take(self.base, self.delta, case == DELTA, base_index, delta_index))
 
     def numel(self) -> int:
         return self.size
@@ -124,48 +152,45 @@ class VirtualCumulative:
         base: the base's cumulative array (memory-mapped).
         delta: the delta's, over its own positions.
         correction: ``(K + 1,)`` what the dirty rows before row ``j`` add over the base (their delta
-            segment's total minus their replaced tail's).
+            segment's total minus their replaced tail's), float64 or int64.
         size: ``E + 1`` of the virtual CSR.
     """
 
     overlay: Overlay
-    base: Tensor
-    delta: Tensor
-    correction: Tensor
+    base: np.ndarray
+    delta: np.ndarray
+    correction: np.ndarray
     size: int
 
     @classmethod
-    def build(cls, overlay: Overlay, base: Tensor, delta: Tensor, tail: Tensor,
-              size: int) -> VirtualCumulative:
-        o = overlay
+    def build(cls, overlay: Overlay, base: Tensor | np.ndarray, delta: Tensor | np.ndarray,
+              tail: np.ndarray, size: int) -> VirtualCumulative:
+        base, delta, o = as_numpy(base), as_numpy(delta), overlay
         head_end = o.base_start + o.head
-        delta_total = delta.index_select(0, o.delta_start + o.length) - delta.index_select(0, o.delta_start)
-        tail_total = base.index_select(0, head_end + tail) - base.index_select(0, head_end)
-        wide = torch.float64 if base.is_floating_point() else torch.long
-        correction = torch.zeros(len(head_end) + 1, dtype=wide)
-        torch.cumsum((delta_total.to(wide) - tail_total.to(wide)), 0, out=correction[1:])
+        wide = np.float64 if np.issubdtype(base.dtype, np.floating) else np.int64
+        delta_total = delta[o.delta_start + o.length].astype(wide) - delta[o.delta_start].astype(wide)
+        tail_total = base[head_end + tail].astype(wide) - base[head_end].astype(wide)
+        correction = np.zeros(len(head_end) + 1, dtype=wide)
+        np.cumsum(delta_total - tail_total, out=correction[1:])
         return cls(overlay, base, delta, correction, size)
 
     def index_select(self, dim: int, index: Tensor) -> Tensor:
         assert dim == 0
-        o = self.overlay
-        if o.start.numel() == 0:  # no dirty row: the base's own values
-            return self.base.index_select(0, index).to(self.correction.dtype)
-        row, case, base_index, delta_index = o.locate(index)
+        o, wide = self.overlay, self.correction.dtype
+        if o.empty:  # no dirty row: the base's own values
+            return as_tensor(self.base[as_numpy(index)].astype(wide))
+        row, case, base_index, delta_index = o.locate_tensor(index)
         in_delta = case == DELTA
         # Within a delta segment: the base up to the row's head end, plus the delta's own sum so far.
-        base_index = torch.where(in_delta, o.base_start.index_select(0, row) + o.head.index_select(0, row),
-                                 base_index)
-        wide = self.correction.dtype
-        value = self.base.index_select(0, base_index.clamp(0, self.base.shape[0] - 1)).to(wide)
-        correction = self.correction.index_select(0, row + (case == AFTER).long())
-        value = value + torch.where(case == BEFORE, torch.zeros((), dtype=wide), correction)
-        if self.delta.shape[0] > 1 and bool(in_delta.any()):
-            start = o.delta_start.index_select(0, row)
-            within = (self.delta.index_select(0, delta_index.clamp(0, self.delta.shape[0] - 1))
-                      - self.delta.index_select(0, start.clamp(0, self.delta.shape[0] - 1))).to(wide)
-            value = value + torch.where(in_delta, within, torch.zeros((), dtype=wide))
-        return value
+        base_index = np.where(in_delta, o.base_start[row] + o.head[row], base_index)
+        value = self.base[_bound(base_index, len(self.base) - 1)].astype(wide)
+        value += np.where(case == BEFORE, 0, self.correction[row + (case == AFTER)])
+        if len(self.delta) > 1 and in_delta.any():
+            last = len(self.delta) - 1
+            within = (self.delta[_bound(delta_index, last)].astype(wide)
+                      - self.delta[_bound(o.delta_start[row], last)].astype(wide))
+            value += np.where(in_delta, within, 0)
+        return as_tensor(value)
 
     def numel(self) -> int:
         return self.size
