@@ -17,6 +17,7 @@ snapshot), and the recompiles counted after the live runs (``--compile buckets``
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -43,14 +44,8 @@ def _arguments(argv: list[str] | None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--before-code", type=Path, default=None, metavar="DIR",
                         help="a directory holding an older models/ package, timed as 'before'")
-    parser.add_argument("--mode", choices=MODES, default=None, help=argparse_hidden())
+    parser.add_argument("--mode", choices=MODES, default=None, help=argparse.SUPPRESS)  # one child's mode
     return parser.parse_args(argv)
-
-
-def argparse_hidden() -> str:
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 def _ingest(graph, rows: int, batch_rows: int) -> list[float]:
@@ -146,8 +141,8 @@ def _run_mode(args, mode: str, argv: list[str]) -> dict:
         mode_for_child = "snapshot"
     else:
         mode_for_child = mode
-    done = subprocess.run([sys.executable, "-m", "training.bench.live_graph", *argv, "--mode", mode_for_child],
-                          env=env, capture_output=True, text=True, check=False)
+    command = [sys.executable, "-m", "training.bench.live_graph", *argv, "--mode", mode_for_child]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"{mode}: failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -165,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         for mode in modes:
             results[mode].append(_run_mode(args, mode, argv))
     header = f"{'task/batch':<14}" + "".join(f"{m.replace('N', str(args.rows)):>20}" for m in modes)
-    print(f"median / p90 ms per call ({args.compile}, {args.threads} thread(s), best of {args.rounds} rounds)")
+    print(f"median / p90 ms per call ({args.compile}, {args.threads} thread(s), "
+          f"best of {args.rounds} rounds)")
     print(header)
     for key in results[modes[0]][0]["latency"]:
         cells = []
