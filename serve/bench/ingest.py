@@ -1,0 +1,234 @@
+"""Ingestion benchmark: prediction throughput with and without a steady stream of ingestion, and the
+ingest-to-visible lag.
+
+``python -m serve.bench.ingest --artifacts ARTIFACTS`` starts one server with ``--state-dir`` (a
+temporary one), then drives ``--clients`` closed-loop clients with the registry's mixed traffic for
+``--seconds``, alone and then while an ingester posts ``--rows-per-second`` transaction rows in
+batches of ``--batch-rows`` (known customers and articles, dated the day after the snapshot); the
+two alternate ``--rounds`` times, so that a machine whose load drifts slows both alike. A watcher
+polls ``GET /ingest/status`` every 10 ms: a batch's lag is from the moment its POST was sent to the
+first poll at which every worker serves it (purchase: article keys included). Prints one table;
+``--json`` also writes the numbers. The target (issue 20): throughput with ingestion within 10 % of
+without, lag p99 under 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from models.schema import ARTICLE, CUSTOMER, day_to_date
+from models.store.ids import ids_text
+from models.store.snapshot import GraphSnapshot
+from serve.bench.ceiling import mixed
+from serve.bench.load import LoadResult
+from serve.bench.metrics_read import scrape, value
+from serve.bench.process import ServerProcess
+from serve.bench.workload import request_bodies
+from serve.bundles import ArtifactsError, find_bundles
+
+KEY = "bench-ingest-key"
+AUTH = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+
+
+def _client(url: str, requests: list[tuple[str, bytes]], offset: int, stop: threading.Event,
+            result: LoadResult, lock: threading.Lock) -> None:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    latencies, statuses, i = [], Counter(), offset
+    while not stop.is_set():
+        path, body = requests[i % len(requests)]
+        i += 1
+        started = time.perf_counter()
+        try:
+            conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            response.read()
+            status = response.status
+        except (OSError, http.client.HTTPException):
+            status = 0
+            conn.close()
+        latencies.append(time.perf_counter() - started)
+        statuses[status] += 1
+    conn.close()
+    with lock:
+        result.latencies_s.extend(latencies)
+        result.statuses.update(statuses)
+
+
+def mixed_load(url: str, requests: list[tuple[str, bytes]], clients: int, seconds: float) -> LoadResult:
+    """``clients`` closed-loop clients over ``requests`` for ``seconds``."""
+    result, lock, stop = LoadResult(clients, seconds), threading.Lock(), threading.Event()
+    threads = [threading.Thread(target=_client, daemon=True,
+                                args=(url, requests, n * 7919 % len(requests), stop, result, lock))
+               for n in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+class Ingester:
+    """Posts batches at a steady rate and records when each was sent and which sequence it got."""
+
+    def __init__(self, url: str, snapshot: GraphSnapshot, rows_per_second: float, batch_rows: int) -> None:
+        self.url = url
+        self.interval = batch_rows / rows_per_second
+        rng = np.random.default_rng(0)
+        customers = ids_text(snapshot.ids[CUSTOMER][rng.integers(0, snapshot.num_nodes[CUSTOMER], 4096)])
+        articles = ids_text(snapshot.ids[ARTICLE][rng.integers(0, snapshot.num_nodes[ARTICLE], 4096)])
+        day = day_to_date(snapshot.max_day + 1).isoformat()
+        self.bodies = [json.dumps({"rows": [
+            {"t_dat": day, "customer_id": customers[(b * batch_rows + r) % 4096],
+             "article_id": articles[(b * 31 + r) % 4096], "price": 0.01 + r * 1e-5, "sales_channel_id": 2}
+            for r in range(batch_rows)]}).encode() for b in range(64)]
+        self.batch_rows = batch_rows
+        self.sent: dict[int, float] = {}  # sequence -> when its POST was sent
+        self.statuses: Counter = Counter()
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        host, port = self.url.removeprefix("http://").rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        next_at, n = time.perf_counter(), 0
+        while not self.stop.is_set():
+            next_at += self.interval
+            sent = time.perf_counter()
+            conn.request("POST", "/ingest/transactions", body=self.bodies[n % len(self.bodies)], headers=AUTH)
+            response = conn.getresponse()
+            answer = response.read()
+            self.statuses[response.status] += 1
+            if response.status == 200:
+                self.sent[json.loads(answer)["sequence"]] = sent
+            n += 1
+            time.sleep(max(0.0, next_at - time.perf_counter()))
+        conn.close()
+
+
+def watch(url: str, stop: threading.Event, seen: dict[int, float], poll_s: float = 0.01) -> None:
+    """Record when each sequence first became visible in every worker."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conn, visible = http.client.HTTPConnection(host, int(port), timeout=30), 0
+    while not stop.is_set():
+        conn.request("GET", "/ingest/status", headers=AUTH)
+        now_visible = json.loads(conn.getresponse().read())["visible_sequence"]
+        now = time.perf_counter()
+        for sequence in range(visible + 1, now_visible + 1):
+            seen.setdefault(sequence, now)
+        visible = max(visible, now_visible)
+        time.sleep(poll_s)
+    conn.close()
+
+
+def with_ingestion(server: ServerProcess, ingester: Ingester, requests: list[tuple[str, bytes]],
+                   args: argparse.Namespace, seen: dict[int, float]) -> LoadResult:
+    stop = threading.Event()
+    ingester.stop.clear()
+    threads = [threading.Thread(target=ingester.run, daemon=True),
+               threading.Thread(target=watch, args=(server.url, stop, seen), daemon=True)]
+    for thread in threads:
+        thread.start()
+    result = mixed_load(server.url, requests, args.clients, args.seconds)
+    ingester.stop.set()
+    time.sleep(2.0)  # the last batches become visible
+    stop.set()
+    for thread in threads:
+        thread.join(30)
+    return result
+
+
+def merge(total: LoadResult, part: LoadResult) -> None:
+    total.seconds += part.seconds
+    total.latencies_s.extend(part.latencies_s)
+    total.statuses.update(part.statuses)
+
+
+def report(alone: LoadResult, loaded: LoadResult, ingester: Ingester, seen: dict[int, float],
+           seconds: float, server_lag: dict[str, float | None]) -> dict:
+    lags = np.array([seen[s] - t for s, t in ingester.sent.items() if s in seen]) * 1000
+    rows = sum(ingester.statuses.values()) * ingester.batch_rows
+    ratio = loaded.throughput / max(alone.throughput, 1e-9)
+    summary = {"without_ingestion": alone.summary(), "with_ingestion": loaded.summary(),
+               "throughput_ratio": round(ratio, 3),
+               "ingest": {"rows_per_second": round(rows / seconds, 1), "statuses": dict(ingester.statuses),
+                          "batches_acknowledged": len(ingester.sent),
+                          "never_visible": len(ingester.sent) - len(lags)},
+               "lag_ms": {q: round(float(np.percentile(lags, p)), 1) if len(lags) else None
+                          for q, p in (("p50", 50), ("p99", 99), ("max", 100))},
+               "server_lag_seconds_mean": server_lag}
+    print(f"{'traffic':18s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} {'errors':>6s}")
+    for name, result in (("mixed", alone), ("mixed + ingestion", loaded)):
+        s = result.summary()
+        errors = sum(s["errors"].values())
+        print(f"{name:18s} {s['rps']:8.1f} {s['p50_ms']:8.2f} {s['p99_ms']:8.2f} {errors:6d}")
+    print(f"\ningested {summary['ingest']['rows_per_second']} rows/s; throughput with / without ingestion "
+          f"{ratio:.3f} (target >= 0.90); ingest-to-visible lag p50 {summary['lag_ms']['p50']} ms, "
+          f"p99 {summary['lag_ms']['p99']} ms (target < 1000 ms)")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m serve.bench.ingest", description=__doc__.split("\n")[0])
+    parser.add_argument("--artifacts", type=Path, required=True)
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per run")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--rows-per-second", type=float, default=1000.0)
+    parser.add_argument("--batch-rows", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=2, help="alternations of the two runs")
+    parser.add_argument("--server-args", default="",
+                        help="more python -m serve options, e.g. '--compile none'")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args(argv)
+    try:
+        bundles = find_bundles(args.artifacts)
+    except ArtifactsError as e:
+        parser.exit(2, f"{parser.prog}: error: {e}\n")
+    snapshot = GraphSnapshot.open(bundles[0].snapshot_dir)
+    requests = [(path, json.dumps(body).encode())
+                for path, body in mixed({b.task: request_bodies(snapshot, b.task) for b in bundles})]
+    with tempfile.TemporaryDirectory(prefix="relserve-bench-ingest-") as tmp:
+        server = ServerProcess(args.artifacts, "--state-dir", str(Path(tmp) / "state"),
+                               *args.server_args.split(), env={"RELSERVE_WRITE_KEY": KEY},
+                               log_path=Path(tmp) / "serve.log")
+        with server:
+            server.wait_ready(timeout=900)
+            mixed_load(server.url, requests, args.clients, min(3.0, args.seconds))  # warm-up
+            alone, loaded = LoadResult(args.clients, 0.0), LoadResult(args.clients, 0.0)
+            ingester = Ingester(server.url, snapshot, args.rows_per_second, args.batch_rows)
+            seen: dict[int, float] = {}
+            before = scrape(server.url)
+            for round_ in range(args.rounds):
+                print(f"round {round_ + 1}/{args.rounds}: mixed traffic alone, then with ingestion ...",
+                      file=sys.stderr, flush=True)
+                merge(alone, mixed_load(server.url, requests, args.clients, args.seconds))
+                merge(loaded, with_ingestion(server, ingester, requests, args, seen))
+            after = scrape(server.url)
+    server_lag = {}
+    for b in bundles:
+        count = (value(after, "relserve_ingest_visible_lag_seconds_count", task=b.task)
+                 - value(before, "relserve_ingest_visible_lag_seconds_count", task=b.task))
+        total = (value(after, "relserve_ingest_visible_lag_seconds_sum", task=b.task)
+                 - value(before, "relserve_ingest_visible_lag_seconds_sum", task=b.task))
+        server_lag[b.task] = round(total / count, 4) if count else None
+    summary = report(alone, loaded, ingester, seen, args.seconds * args.rounds, server_lag)
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
