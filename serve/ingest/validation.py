@@ -23,8 +23,7 @@ The rules (docs/ingestion.md repeats them):
 from __future__ import annotations
 
 import datetime as dt
-import math
-import re
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -34,16 +33,13 @@ from models.schema import (
     ARTICLE_COLUMNS,
     CUSTOMER,
     CUSTOMER_COLUMNS,
-    MAX_ID_BYTES,
     TRANSACTION_COLUMNS,
     day_number,
     day_to_date,
 )
+from serve.ingest import values
 from serve.ingest.problems import BatchRejected, Problem, show
 
-_DATE = re.compile(r"^([0-9]{4}-[0-9]{2}-[0-9]{2})([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?)?$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-MAX_INT = 2**31 - 1
 ID_FIELDS = {CUSTOMER: "customer_id", ARTICLE: "article_id"}
 NODE_KINDS = {"customers": CUSTOMER, "articles": ARTICLE}
 LAYOUT_COLUMNS = {CUSTOMER: CUSTOMER_COLUMNS, ARTICLE: ARTICLE_COLUMNS}
@@ -115,9 +111,11 @@ class Validator:
                                 "sales_channel_id": []}
         problems: list[Problem] = []
         oldest, newest = graph.latest_day - self.lateness_days, self.today() + 1
+        price = functools.partial(values.number, text=text, minimum=0.0)
+        channel = functools.partial(values.integer, text=text)
         for i, row in enumerate(rows):
             problems += _fields(i, row, TRANSACTION_COLUMNS, TRANSACTION_COLUMNS)
-            day = _checked(problems, i, "t_dat", row, _day)
+            day = _checked(problems, i, "t_dat", row, values.day)
             if day is not None and day < oldest:
                 problems.append(Problem(i, "t_dat", f"{day_to_date(day)} is too late: the graph's latest day "
                                         f"is {day_to_date(graph.latest_day)} and rows may be at most "
@@ -127,11 +125,10 @@ class Validator:
                 problems.append(Problem(i, "t_dat", f"{day_to_date(day)} is in the future (after "
                                         f"{day_to_date(newest)}, UTC)", "future"))
             out["day"].append(day)
-            out["customer_id"].append(_checked(problems, i, "customer_id", row, _id))
-            out["article_id"].append(_checked(problems, i, "article_id", row, _id))
-            out["price"].append(_checked(problems, i, "price", row, lambda v: _number(v, text, minimum=0.0)))
-            out["sales_channel_id"].append(_checked(problems, i, "sales_channel_id", row,
-                                                    lambda v: _integer(v, text)))
+            out["customer_id"].append(_checked(problems, i, "customer_id", row, values.node_id))
+            out["article_id"].append(_checked(problems, i, "article_id", row, values.node_id))
+            out["price"].append(_checked(problems, i, "price", row, price))
+            out["sales_channel_id"].append(_checked(problems, i, "sales_channel_id", row, channel))
         for node_type, column in ((CUSTOMER, "customer_id"), (ARTICLE, "article_id")):
             problems += _unknown(out[column], node_type, column, graph)
         if problems:
@@ -147,7 +144,7 @@ class Validator:
         first_row: dict[str, int] = {}
         for i, row in enumerate(rows):
             problems += _fields(i, row, allowed, (spec.id_field,))
-            node_id = _checked(problems, i, spec.id_field, row, _id)
+            node_id = _checked(problems, i, spec.id_field, row, values.node_id)
             if node_id is not None and node_id in first_row:
                 repeated = f"{show(node_id)} also in rows[{first_row[node_id]}]"
                 problems.append(Problem(i, spec.id_field, repeated, "exists"))
@@ -155,9 +152,9 @@ class Validator:
                 first_row[node_id] = i
             out[spec.id_field].append(node_id)
             for name in spec.categorical:
-                out[name].append(_checked(problems, i, name, row, _category, missing_ok=True))
+                out[name].append(_checked(problems, i, name, row, values.category, missing_ok=True))
             for name in spec.numeric:
-                out[name].append(_checked(problems, i, name, row, _feature_number, missing_ok=True))
+                out[name].append(_checked(problems, i, name, row, values.feature_number, missing_ok=True))
         ids = [(i, node_id) for i, node_id in enumerate(out[spec.id_field]) if node_id is not None]
         for (i, node_id), known in zip(ids, graph.known(node_type, [v for _, v in ids]), strict=True):
             if known:
@@ -194,73 +191,3 @@ def _unknown(values: list, node_type: str, column: str, graph: GraphFacts) -> li
     known = graph.known(node_type, [v for _, v in rows])
     return [Problem(i, column, f"unknown {node_type} {show(v)} (create it with POST /ingest/{hint} first)",
                     "unknown_id") for (i, v), ok in zip(rows, known, strict=True) if not ok]
-
-
-def _day(value: Any) -> int:
-    match = _DATE.match(value) if isinstance(value, str) else None
-    if match is None:
-        raise ValueError(f"must be a date YYYY-MM-DD, got {show(value)}")
-    try:
-        return day_number(match.group(1))
-    except ValueError:
-        raise ValueError(f"{show(value)} is not a calendar date") from None
-
-
-def _id(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
-    if not isinstance(value, str):
-        raise ValueError(f"must be a string, got {type(value).__name__}")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ValueError("must be valid Unicode text (a lone surrogate is not)") from None
-    if not value or size > MAX_ID_BYTES:
-        raise ValueError(f"must be 1 to {MAX_ID_BYTES} bytes of UTF-8, got {size}")
-    if _CONTROL.search(value):
-        raise ValueError(f"must not hold control characters, got {show(value)}")
-    return value
-
-
-def _number(value: Any, text: bool, minimum: float | None = None) -> float:
-    if isinstance(value, str) and text:
-        try:
-            value = float(value)
-        except ValueError:
-            raise ValueError(f"must be a number, got {show(value)}") from None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"must be a number, got {type(value).__name__}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"must be finite, got {value}")
-    if minimum is not None and number < minimum:
-        raise ValueError(f"must be >= {minimum:g}, got {value}")
-    return number
-
-
-def _integer(value: Any, text: bool) -> int:
-    if isinstance(value, str) and text and value.strip().lstrip("+").isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        got = show(value) if isinstance(value, str) else type(value).__name__
-        raise ValueError(f"must be an integer, got {got}")
-    if not 0 <= value <= MAX_INT:
-        raise ValueError(f"must be in 0..{MAX_INT}, got {value}")
-    return value
-
-
-def _category(value: Any) -> str | int | float:
-    """As sent: the graph matches ``1`` and ``1.0`` to the same spelling of the training data."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ValueError(f"must be text or a number, got {type(value).__name__}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"must be finite, got {value}")
-    return value
-
-
-def _feature_number(value: Any) -> float | str:
-    """A numeric feature: a number (or its text), or a date, which counts as its day number."""
-    if isinstance(value, str) and _DATE.match(value):
-        _day(value)
-        return value
-    return _number(value, text=True)

@@ -1,7 +1,7 @@
 """The local write-ahead log: append-only segment files in ``STATE_DIR/wal/``, fsynced before the ack.
 
-Each record is a 20-byte header (magic ``RWL1``, payload length, sequence, CRC-32 of length +
-sequence + payload) and the batch as JSON (:func:`serve.ingest.log.encode_batch`). A segment file is
+Each record is a header with its length, sequence and CRC-32, then the batch as JSON
+(:mod:`serve.ingest.wal_records`, :func:`serve.ingest.log.encode_batch`). A segment file is
 named by the sequence of its first record; a new one starts once the current one passes
 ``segment_bytes``, and whole segments below a compacted snapshot can be removed (:meth:`prune`).
 
@@ -24,20 +24,16 @@ import fcntl
 import itertools
 import logging
 import os
-import struct
 import threading
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from models.store.records import IngestBatch
 from serve.ingest.log import READ_LIMIT, LogConflict, LogError, decode_batch, encode_batch, numbered
+from serve.ingest.wal_records import frame, parse, valid_record_after
 
 log = logging.getLogger("relserve.ingest")
 
-MAGIC = b"RWL1"
-HEADER = struct.Struct("<4sIQI")  # magic, payload length, sequence, crc32
-MAX_PAYLOAD = 256 << 20
 SEGMENT_BYTES = 64 << 20
 SUFFIX = ".wal"
 LOCK_FILE = "LOCK"
@@ -45,47 +41,6 @@ LOCK_FILE = "LOCK"
 
 def segment_name(first: int) -> str:
     return f"{first:020d}{SUFFIX}"
-
-
-def _checksum(length: int, sequence: int, payload: bytes) -> int:
-    return zlib.crc32(payload, zlib.crc32(struct.pack("<IQ", length, sequence)))
-
-
-def frame(sequence: int, payload: bytes) -> bytes:
-    """One record: header + payload."""
-    return HEADER.pack(MAGIC, len(payload), sequence, _checksum(len(payload), sequence, payload)) + payload
-
-
-def parse(buf: bytes) -> tuple[list[tuple[int, bytes, int]], int, bool]:
-    """Whole, valid records at the start of ``buf``: ``([(sequence, payload, end)], stop, clean)``.
-
-    ``stop`` is where parsing stopped; ``clean`` is false when bytes from ``stop`` on are not a
-    whole valid record (still being written, torn, or corrupt).
-    """
-    records, pos = [], 0
-    while pos < len(buf):
-        if len(buf) - pos < HEADER.size:
-            return records, pos, False
-        magic, length, sequence, crc = HEADER.unpack_from(buf, pos)
-        end = pos + HEADER.size + length
-        if magic != MAGIC or length > MAX_PAYLOAD or end > len(buf):
-            return records, pos, False
-        payload = buf[pos + HEADER.size:end]
-        if _checksum(length, sequence, payload) != crc:
-            return records, pos, False
-        records.append((sequence, payload, end))
-        pos = end
-    return records, pos, True
-
-
-def _valid_record_after(buf: bytes, start: int) -> bool:
-    """Whether a whole valid record begins anywhere after ``start`` (then ``start`` is corruption)."""
-    at = buf.find(MAGIC, start + 1)
-    while at >= 0:
-        if parse(buf[at:])[0]:
-            return True
-        at = buf.find(MAGIC, at + 1)
-    return False
 
 
 class WriteAheadLog:
@@ -232,7 +187,7 @@ class WriteAheadLog:
         return os.pread(self._read_fd, size - self._offset, self._offset) if size > self._offset else b""
 
     def _bad_tail(self, buf: bytes, stop: int, recover: bool) -> None:
-        if _valid_record_after(buf, stop):
+        if valid_record_after(buf, stop):
             raise LogError(f"{self._path()}: corrupt record at byte {self._offset} followed by valid ones; "
                            "refusing to drop acknowledged batches")
         if not recover:

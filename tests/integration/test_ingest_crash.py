@@ -16,7 +16,8 @@ import requests
 
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import ServerProcess
-from serve.ingest.wal import WriteAheadLog, frame, segment_name
+from serve.ingest.wal import WriteAheadLog, segment_name
+from serve.ingest.wal_records import frame
 from tests.ingest_helpers import WRITE_KEY, transaction_rows
 from tests.integration.conftest import SERVER_ARGS
 from tests.integration.waits import wait_for

@@ -12,7 +12,8 @@ import pytest
 
 from models.store.records import IngestBatch
 from serve.ingest.log import LogConflict, LogError
-from serve.ingest.wal import HEADER, WriteAheadLog, frame, parse, segment_name
+from serve.ingest.wal import WriteAheadLog, segment_name
+from serve.ingest.wal_records import HEADER, frame, parse
 
 
 def batch(i: int, key: str | None = None) -> IngestBatch:
