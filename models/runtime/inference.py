@@ -26,7 +26,7 @@ from torch import Tensor
 
 from models.graph.buckets import BucketLadder
 from models.graph.features import gather_inputs
-from models.graph.history import snapshot_history, snapshot_popularity
+from models.graph.history import snapshot_history
 from models.graph.sampler import SamplerConfig, TemporalSampler
 from models.nn.inputs import ModelInputs, PurchaseHistory, TableSpec
 from models.nn.model import TaskModel
@@ -35,7 +35,12 @@ from models.registry import TASKS
 from models.runtime.bundle import BundleConfig, compile_cache_dirs, compile_cache_path, load_bundle
 from models.runtime.compile import CompileConfig, Predictor, compiled_graph_count
 from models.runtime.compile_cache import CompileCacheRecorder, load_compile_cache
-from models.runtime.serving_state import ArticleKeys, Serving, current_version, graph_version
+from models.runtime.serving_state import (
+    Serving,
+    ServingGraph,
+    current_version,
+    graph_version,
+)
 from models.schema import ARTICLE
 from models.store.snapshot import GraphSnapshot
 
@@ -44,7 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ARTICLE_KEY_BATCH = 1024
 # Rows ranked at a time: a batch scorer's (B, A) score matrix (1024 x 105k articles, 430 MB) was
 # page-faulted afresh for every batch; in chunks of 128 rows ranking took 27 % less CPU at full size.
 RANK_ROWS = 128
@@ -106,7 +110,7 @@ def fitted_ladder(snapshot: GraphSnapshot, sampler: TemporalSampler, seed_type: 
     return BucketLadder.fitted(samples, sampler.max_sizes, seed_type, max_seeds)
 
 
-class TaskInference:
+class TaskInference(ServingGraph):
     """Answers batches of entity indices for one task.
 
     Args:
@@ -197,76 +201,6 @@ class TaskInference:
         if self._graphs_after_warmup is None:
             return 0
         return compiled_graph_count() - self._graphs_after_warmup
-
-    @property
-    def snapshot(self) -> GraphSnapshot | LiveGraph:
-        """The graph answers are read from (a snapshot or a live graph); see :meth:`use_graph`."""
-        return self._serving.graph
-
-    def current(self) -> Any:
-        """The graph a call reads: the snapshot, or the live graph's current version."""
-        return current_version(self._serving.graph)
-
-    def use_graph(self, graph: GraphSnapshot | LiveGraph) -> None:
-        """Answer from ``graph`` from now on, e.g. a live graph over a compacted snapshot version
-        caught up with the log. Its article keys are computed first (off the request path), then the
-        graph and its keys are swapped in with one assignment: a call reads the old pair or the new
-        one. Node indices of the new graph may differ (new nodes take their sorted place in a
-        compacted snapshot): map ids with :meth:`run_ids` or the result's ``graph``."""
-        keys = self._keys_for(graph, None) if self.spec.ranks else None
-        self._serving = Serving(graph, keys)
-
-    def article_keys_stale(self) -> bool:
-        """Whether the graph or the seed day moved since the article keys were computed (cheap;
-        always ``False`` for a task without keys)."""
-        serving = self._serving
-        if not self.spec.ranks:
-            return False
-        return serving.keys is None or serving.keys.version != graph_version(current_version(serving.graph))
-
-    def refresh_article_keys(self) -> bool:
-        """Recompute the article keys of the current graph version and seed day, then swap them in
-        atomically (call it off the request path; answers go on with the old keys meanwhile).
-
-        Returns:
-            ``False`` (nothing done) for a task without keys or keys that are up to date.
-        """
-        serving = self._serving
-        if not self.spec.ranks or not self.article_keys_stale():
-            return False
-        keys = self._keys_for(serving.graph, serving.keys)
-        if self._serving.graph is serving.graph:  # not swapped meanwhile
-            self._serving = Serving(serving.graph, keys)
-        return True
-
-    def _keys_for(self, graph: Any, old: ArticleKeys | None) -> ArticleKeys:
-        version = current_version(graph)
-        keys = self.compute_article_keys(version.end_time, version)
-        self.article_keys = keys
-        return ArticleKeys(keys, self.popularity[graph_version(version)], graph_version(version))
-
-    @torch.inference_mode()
-    def compute_article_keys(self, seed_time: int, graph: Any = None) -> Tensor:
-        """``(A, D + 1)`` purchase keys of every article at ``seed_time``, computed eagerly in chunks,
-        their bias including the popularity prior (:meth:`models.nn.heads.PurchaseHead.with_prior`).
-
-        ``graph``: the graph (version) to read (default: the current one)."""
-        self.model.eval()
-        graph = self.current() if graph is None else graph
-        keys = []
-        num = graph.num_nodes[ARTICLE]
-        everything = torch.arange(num)
-        popularity = snapshot_popularity(graph, everything, torch.full_like(everything, seed_time))
-        version = graph_version(graph)
-        self.popularity = {(*version[:2], seed_time): popularity}
-        for start in range(0, num, ARTICLE_KEY_BATCH):
-            seeds = torch.arange(start, min(num, start + ARTICLE_KEY_BATCH))
-            times = torch.full_like(seeds, seed_time)
-            sampled = self.sampler.sample(ARTICLE, seeds, times, graph=graph)
-            inputs = gather_inputs(graph, sampled).to(self.device)
-            prior = popularity[start:start + len(seeds)].to(self.device)
-            keys.append(self.model.head.with_prior(self.model(inputs), prior))
-        return torch.cat(keys)
 
     @torch.inference_mode()
     def prepare(self, entity: Tensor, seed_time: Tensor | None = None, graph: Any = None) -> ModelInputs:

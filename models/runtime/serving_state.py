@@ -2,7 +2,8 @@
 
 A call reads :class:`Serving` once: the graph (a snapshot or a live graph, whose current version it
 then reads) together with the purchase article keys computed for that graph. Refreshing the keys
-or switching to another graph (a compacted snapshot) replaces the pair, never half of it.
+or switching to another graph (a compacted snapshot) replaces the pair, never half of it
+(:class:`ServingGraph`, the part of ``TaskInference`` that manages it).
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from torch import Tensor
+
+from models.graph.features import gather_inputs
+from models.graph.history import snapshot_popularity
+from models.schema import ARTICLE
+
+ARTICLE_KEY_BATCH = 1024
 
 
 @dataclass(frozen=True)
@@ -46,3 +54,80 @@ def graph_version(graph: Any) -> tuple[Any, int, int]:
     """``(base snapshot, log sequence, seed day)`` of a snapshot or a live graph's version: what the
     article keys depend on."""
     return getattr(graph, "base", graph), int(getattr(graph, "sequence", 0)), int(graph.end_time)
+
+
+class ServingGraph:
+    """The graph and article-key methods of :class:`models.runtime.inference.TaskInference` (which
+    sets ``_serving``, ``spec``, ``model``, ``sampler``, ``device``, ``popularity``, ``article_keys``)."""
+
+    _serving: Serving
+
+    @property
+    def snapshot(self) -> Any:
+        """The graph answers are read from (a snapshot or a live graph); see :meth:`use_graph`."""
+        return self._serving.graph
+
+    def current(self) -> Any:
+        """The graph a call reads: the snapshot, or the live graph's current version."""
+        return current_version(self._serving.graph)
+
+    def use_graph(self, graph: Any) -> None:
+        """Answer from ``graph`` from now on, e.g. a live graph over a compacted snapshot version
+        caught up with the log. Its article keys are computed first (off the request path), then the
+        graph and its keys are swapped in with one assignment: a call reads the old pair or the new
+        one. Node indices of the new graph may differ (new nodes take their sorted place in a
+        compacted snapshot): map ids with :meth:`run_ids` or the result's ``graph``."""
+        keys = self._keys_for(graph, None) if self.spec.ranks else None
+        self._serving = Serving(graph, keys)
+
+    def article_keys_stale(self) -> bool:
+        """Whether the graph or the seed day moved since the article keys were computed (cheap;
+        always ``False`` for a task without keys)."""
+        serving = self._serving
+        if not self.spec.ranks:
+            return False
+        return serving.keys is None or serving.keys.version != graph_version(current_version(serving.graph))
+
+    def refresh_article_keys(self) -> bool:
+        """Recompute the article keys of the current graph version and seed day, then swap them in
+        atomically (call it off the request path; answers go on with the old keys meanwhile).
+
+        Returns:
+            ``False`` (nothing done) for a task without keys or keys that are up to date.
+        """
+        serving = self._serving
+        if not self.spec.ranks or not self.article_keys_stale():
+            return False
+        keys = self._keys_for(serving.graph, serving.keys)
+        if self._serving.graph is serving.graph:  # not swapped meanwhile
+            self._serving = Serving(serving.graph, keys)
+        return True
+
+    def _keys_for(self, graph: Any, old: ArticleKeys | None) -> ArticleKeys:
+        version = current_version(graph)
+        keys = self.compute_article_keys(version.end_time, version)
+        self.article_keys = keys
+        return ArticleKeys(keys, self.popularity[graph_version(version)], graph_version(version))
+
+    @torch.inference_mode()
+    def compute_article_keys(self, seed_time: int, graph: Any = None) -> Tensor:
+        """``(A, D + 1)`` purchase keys of every article at ``seed_time``, computed eagerly in chunks,
+        their bias including the popularity prior (:meth:`models.nn.heads.PurchaseHead.with_prior`).
+
+        ``graph``: the graph (version) to read (default: the current one)."""
+        self.model.eval()
+        graph = self.current() if graph is None else graph
+        keys = []
+        num = graph.num_nodes[ARTICLE]
+        everything = torch.arange(num)
+        popularity = snapshot_popularity(graph, everything, torch.full_like(everything, seed_time))
+        version = graph_version(graph)
+        self.popularity = {(*version[:2], seed_time): popularity}
+        for start in range(0, num, ARTICLE_KEY_BATCH):
+            seeds = torch.arange(start, min(num, start + ARTICLE_KEY_BATCH))
+            times = torch.full_like(seeds, seed_time)
+            sampled = self.sampler.sample(ARTICLE, seeds, times, graph=graph)
+            inputs = gather_inputs(graph, sampled).to(self.device)
+            prior = popularity[start:start + len(seeds)].to(self.device)
+            keys.append(self.model.head.with_prior(self.model(inputs), prior))
+        return torch.cat(keys)
