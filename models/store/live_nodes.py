@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from models.schema import day_number
-from models.store.tables import lookup_sorted
+from models.store.ids import Id, id_bytes, lookup_sorted
 
 ENCODINGS_FILE = "encodings.json"
 
@@ -85,13 +85,13 @@ class NewNodes:
     categorical: list[np.ndarray] = field(default_factory=list)
     numeric: list[np.ndarray] = field(default_factory=list)
 
-    def lookup(self, ids: list[str] | list[bytes] | np.ndarray) -> np.ndarray:
-        """``(K,)`` dense indices (base, then new); ``-1`` where unknown."""
+    def lookup(self, ids: list[Id] | np.ndarray) -> np.ndarray:
+        """``(K,)`` dense indices (base, then new) of ids (``str``, ``int`` or ``bytes``); ``-1``: unknown."""
         found = lookup_sorted(self.base_ids, ids)
         if self.index:
             for k in np.flatnonzero(found < 0):
-                raw = ids[k].encode("utf-8", "replace") if isinstance(ids[k], str) else bytes(ids[k])
-                found[k] = self.index.get(raw, -1)
+                value = ids[k].item() if isinstance(ids[k], np.generic) else ids[k]
+                found[k] = self.index.get(id_bytes(value), -1)
         return found
 
     def add(self, raw_id: bytes, categorical: np.ndarray, numeric: np.ndarray) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from models.schema import ARTICLE, CUSTOMER, MAX_ID_BYTES
+from models.store.ids import id_bytes
 from models.store.live_nodes import NewNodes, NodeEncoder
 from models.store.records import IngestBatch
 
@@ -72,6 +73,10 @@ def parse_batch(batch: IngestBatch, pending: Pending, id_columns: dict[str, str]
         _nodes(batch, CUSTOMER if batch.kind == "customers" else ARTICLE, pending, id_columns)
 
 
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
 def _fail(batch: IngestBatch, row: int | None, message: str) -> BatchError:
     where = f"batch {batch.sequence}" + (f" row {row}" if row is not None else "")
     return BatchError(f"{where}: {message}")
@@ -92,9 +97,9 @@ def _transactions(batch: IngestBatch, pending: Pending) -> None:
     found = {}
     for node_type, column in ((CUSTOMER, "customer_id"), (ARTICLE, "article_id")):
         ids = rows[column]
-        bad = next((i for i, v in enumerate(ids) if not isinstance(v, str)), None)
+        bad = next((i for i, v in enumerate(ids) if not _is_id(v)), None)
         if bad is not None:
-            raise _fail(batch, bad, f"{column} {ids[bad]!r} is not a string")
+            raise _fail(batch, bad, f"{column} {ids[bad]!r} is not an id (a string or an integer)")
         found[node_type] = pending.nodes[node_type].lookup(list(ids))
         missing = np.flatnonzero(found[node_type] < 0)
         if missing.size:
@@ -113,9 +118,9 @@ def _nodes(batch: IngestBatch, node_type: str, pending: Pending, id_columns: dic
     nodes, encoder = pending.nodes[node_type], pending.encoders[node_type]
     added: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
     for i, value in enumerate(batch.rows[column]):
-        if not isinstance(value, str) or not value:
-            raise _fail(batch, i, f"{column} {value!r} is not a non-empty string")
-        raw = value.encode("utf-8")
+        if not _is_id(value) or value == "":
+            raise _fail(batch, i, f"{column} {value!r} is not an id (a non-empty string or an integer)")
+        raw = id_bytes(value)
         if len(raw) > MAX_ID_BYTES:
             raise _fail(batch, i, f"{column} is longer than {MAX_ID_BYTES} bytes")
         if raw in added or nodes.lookup([raw])[0] >= 0:

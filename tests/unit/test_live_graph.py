@@ -153,6 +153,8 @@ def test_new_nodes_are_appended_found_and_bought(graphs, tmp_path: Path) -> None
     fresh = LiveGraph(base)
     fresh.apply(IngestBatch(1, "customers", {"customer_id": ["new-customer"], "FN": [1.0], "age": [30]}))
     fresh.apply(IngestBatch(2, "articles", {"article_id": ["0999999999"], "product_type_no": [253]}))
+    fresh.apply(IngestBatch(3, "customers", {"customer_id": [4242]}))  # an integer id is its digits
+    assert fresh.lookup(CUSTOMER, ["4242", 4242, b"4242"]).tolist() == [base.num_nodes[CUSTOMER] + 1] * 3
     customer = int(fresh.lookup(CUSTOMER, ["new-customer"])[0])
     article = int(fresh.lookup(ARTICLE, ["0999999999"])[0])
     assert (customer, article) == (base.num_nodes[CUSTOMER], base.num_nodes[ARTICLE])
@@ -170,7 +172,7 @@ def test_new_nodes_are_appended_found_and_bought(graphs, tmp_path: Path) -> None
     assert torch.equal(features[0], temporal_features(base, CUSTOMER, nodes[:1], torch.tensor([CUT + 1]))[0])
     assert features[1, -1] == 0  # no history
     existing = base.ids[CUSTOMER][0].decode()
-    fresh.apply(IngestBatch(3, "transactions", {
+    fresh.apply(IngestBatch(4, "transactions", {
         "day": [CUT + 1, CUT + 2], "customer_id": ["new-customer", existing],
         "article_id": ["0999999999", "0999999999"], "price": [0.05, 0.02]}))
     view = fresh.view()
