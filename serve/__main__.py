@@ -72,7 +72,7 @@ def check_port(host: str, port: int) -> None:
 
 def start(config: ServeConfig) -> None:
     """Check everything, build the server and serve until SIGTERM (blocks)."""
-    from serve.bundles import ArtifactsError, check_bundles, find_bundles, quality_warnings
+    from serve.bundles import ArtifactsError, choose_bundles, find_bundles, quality_warnings
 
     try:
         bundles = find_bundles(config.artifacts, config.tasks)
@@ -87,17 +87,17 @@ def start(config: ServeConfig) -> None:
         raise StartupError(str(e), 2) from e
     accelerator = resolve_accelerator(config)
     check_port(config.host, config.port)
-    try:
-        check_bundles(bundles)
+    try:  # the version of each task (serve.repository), loaded and checked
+        bundles, warnings = choose_bundles(config.artifacts, config.tasks, config.models)
     except ArtifactsError as e:
         raise StartupError(str(e)) from e
-    for warning in quality_warnings(bundles):
+    for warning in warnings + quality_warnings(bundles):
         print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     from serve.app import build_server  # imports prometheus_client: after prepare_metrics_dir()
 
     built = build_server(config, bundles, accelerator)
     built.install_sigterm_drain()
-    tasks = ", ".join(b.task for b in bundles)
+    tasks = ", ".join(f"{b.task} (version {b.version})" for b in bundles)
     ingesting = "" if config.ingest is None else f", ingesting into {config.ingest.state_dir}"
     print(f"{PROG}: serving {tasks} on http://{config.host}:{config.port} ({accelerator}, compile="
           f"{config.compile}, max batch {config.max_batch_size}{ingesting}); /health turns 200 once "

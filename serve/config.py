@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.cli import OneLineErrors
 from models.registry import TASK_NAMES
+from serve import models_config
 from serve.ingest import config as ingest_config
 from serve.ingest.config import IngestConfig
+from serve.models_config import ModelsConfig
 
 TASKS = TASK_NAMES
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")
@@ -62,6 +64,7 @@ class ServeConfig:
             ``fast_queue``) instead of a Manager queue; see docs/decisions.md, "Answers over ZeroMQ,
             for real".
         ingest: ingestion settings (``--state-dir`` and ``--ingest-*``); ``None``: no write routes.
+        models: model versions (``--model-version``, ``--model-poll``, ``--force``).
     """
 
     artifacts: Path
@@ -86,6 +89,7 @@ class ServeConfig:
     compile_cache_dir: Path | None = None
     fast_queue: bool = True
     ingest: IngestConfig | None = None
+    models: ModelsConfig = field(default_factory=ModelsConfig)
 
     def __post_init__(self) -> None:
         self.artifacts = Path(self.artifacts)
@@ -171,6 +175,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     p.add_argument("--transport", default="zmq" if d.fast_queue else "mp", choices=("zmq", "mp"),
                    help="worker-to-API-server answers: ZeroMQ (LitServe fast_queue) or a Manager queue")
     ingest_config.add_arguments(p)
+    models_config.add_arguments(p)
     a = p.parse_args(argv)
     if not a.artifacts.is_dir():  # before anything imports torch: a typo should fail at once
         p.error(f"--artifacts {a.artifacts} is not a directory (write one with python -m training.fit)")
@@ -183,6 +188,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
             deadline_s=a.deadline, max_payload_bytes=a.max_payload_bytes, retry_after_s=a.retry_after,
             drain_timeout_s=a.drain_timeout, log_level=a.log_level, compile_cache_dir=a.compile_cache_dir,
             fast_queue=a.transport == "zmq", ingest=ingest_config.from_args(a),
+            models=models_config.from_args(a),
         )
     except ValueError as e:
         p.error(str(e))
