@@ -30,6 +30,7 @@ from serve.encode import json_response
 from serve.ingest.config import IngestConfig
 from serve.metrics import WorkerMetrics
 from serve.schemas import DEFAULT_K, MAX_K, REQUESTS, RESPONSES
+from serve.swap import VERSION_HEADER, ModelSlot, Served, SwapSettings
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class WorkerSettings:
         compile_cache_dir: ``--compile-cache-dir`` (``None``: beside the bundle when writable).
         ingest: ingestion settings: the worker serves a live graph that follows the log (``None``:
             the snapshot as it is).
+        models: the bundle's model version and how to follow new ones (``None``: version 1, fixed).
     """
 
     bundle_dir: str
@@ -58,6 +60,7 @@ class WorkerSettings:
     threads: int = 1
     compile_cache_dir: str | None = None
     ingest: IngestConfig | None = None
+    models: SwapSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,9 @@ class TaskAPI(ls.LitAPI):
         self.inference: TaskInference | None = None
         self.metrics: WorkerMetrics | None = None
         self.follower: Any = None  # serve.ingest.follower.Follower, with --state-dir
+        self.served: Served | None = None  # the model and version answering (serve.swap)
+        self.models: ModelSlot | None = None
+        self.device = "cpu"
 
     def setup(self, device: str) -> None:
         # First, before any parallel work: a spawned worker starts with one thread per core, and
@@ -98,10 +104,8 @@ class TaskAPI(ls.LitAPI):
             artifacts = Path(self.settings.snapshot_dir).parent
             self.follower = open_follower(self.settings.ingest, self.task, artifacts)
             graph = self.follower.graph
-        self.inference = TaskInference.from_bundle(
-            Path(self.settings.bundle_dir), graph, compile=self.settings.compile, device=device,
-            cuda_graphs=self.settings.cuda_graphs, max_batch_size=self.settings.max_batch_size,
-            cache_dir=Path(self.settings.compile_cache_dir) if self.settings.compile_cache_dir else None)
+        self.device = device
+        self.inference = self.load_model(Path(self.settings.bundle_dir), graph)
         report = self.inference.warm_up()
         self.metrics = WorkerMetrics(self.task)
         cache = "disabled" if self.settings.compile == "none" else "hit" if report.cache_hit else "miss"
@@ -116,6 +120,17 @@ class TaskAPI(ls.LitAPI):
             self.follower.refresh = self.inference.refresh_article_keys if self.task_spec.ranks else None
             self.follower.switch = self.inference.use_graph  # a compacted snapshot version
             self.follower.start()
+        version = self.settings.models.version if self.settings.models else 1
+        self.models = ModelSlot(self, Served(self.inference, version, time.time()), self.settings.models,
+                                self.load_model)
+        self.models.start()  # hot swaps of model versions in the background
+
+    def load_model(self, bundle_dir: Path, graph: Any) -> TaskInference:
+        """A bundle's model over ``graph``, compiled as configured (setup and hot swaps)."""
+        return TaskInference.from_bundle(
+            bundle_dir, graph, compile=self.settings.compile, device=self.device,
+            cuda_graphs=self.settings.cuda_graphs, max_batch_size=self.settings.max_batch_size,
+            cache_dir=Path(self.settings.compile_cache_dir) if self.settings.compile_cache_dir else None)
 
     def queue_waits(self, seconds: list[float]) -> None:
         self.metrics.queue_waits(seconds)  # called by BlockingBatchedLoop per batch
@@ -123,23 +138,25 @@ class TaskAPI(ls.LitAPI):
     def batch(self, inputs: list[Query]) -> list[Query]:
         return list(inputs)
 
-    def predict(self, queries: list[Query]) -> list[tuple[Query, dict[str, Any] | None]]:
+    def predict(self, queries: list[Query]) -> list[tuple[Query, dict[str, Any] | None, int]]:
         """Look the batch's ids up and run the known ones in one forward, both on one graph version;
-        ``None`` answers the unknown ones."""
+        ``None`` answers the unknown ones. Each output carries the model version that answered."""
+        served = self.served  # one model for the whole batch, whatever a hot swap does meanwhile
         with torch.inference_mode():
-            index, result = self.inference.run_ids([q.id for q in queries], k=self.rank_k)
+            index, result = served.inference.run_ids([q.id for q in queries], k=self.rank_k)
         found = (index >= 0).tolist()
         known = [q for q, ok in zip(queries, found, strict=True) if ok]
         answers: list[dict[str, Any]] = []
         if result is not None:
             self.metrics.batch(len(queries), result.bucket, result.padding_ratio, result.stage_seconds)
-            self.metrics.recompiles(self.inference.recompiles())
+            self.metrics.recompiles(self.models.recompiles())
             answers = self.answers(known, result)
             for name, values in result.extras.items():
                 for answer, value in zip(answers, values.tolist(), strict=True):
                     answer[name] = value
         in_order = iter(answers)
-        return [(q, next(in_order) if ok else None) for q, ok in zip(queries, found, strict=True)]
+        version = served.version
+        return [(q, next(in_order) if ok else None, version) for q, ok in zip(queries, found, strict=True)]
 
     def unbatch(self, output: list) -> list:
         return output
@@ -152,12 +169,14 @@ class TaskAPI(ls.LitAPI):
     def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def respond(self, output: tuple[Query, dict[str, Any] | None]) -> Response:
-        query, answer = output
+    def respond(self, output: tuple[Query, dict[str, Any] | None, int]) -> Response:
+        query, answer, version = output
+        headers = {VERSION_HEADER: str(version)}
         if answer is None:
             # !a: an id is any text, and a message shows no control or bidi characters.
-            return JSONResponse({"detail": f"unknown {self.id_field} {query.id!a}"}, status_code=404)
-        return json_response(answer)
+            return JSONResponse({"detail": f"unknown {self.id_field} {query.id!a}"}, status_code=404,
+                                headers=headers)
+        return json_response(answer, headers)
 
 
 class ValueAPI(TaskAPI):

@@ -21,6 +21,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
+from serve import admin as model_admin
 from serve import litserve_compat as compat
 from serve.admission import Admission, AdmissionState
 from serve.apis import API_CLASSES, WorkerSettings
@@ -140,12 +141,13 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
             detection only finds CUDA if torch happens to be imported already).
     """
     threads = config.threads_per_worker(len(bundles))
+    control, versions = model_admin.start_up(config, bundles)  # model versions (serve.swap)
     apis = [API_CLASSES[b.task](WorkerSettings(
         bundle_dir=str(b.bundle_dir), snapshot_dir=str(b.snapshot_dir), compile=config.compile,
         cuda_graphs=config.cuda_graphs, max_batch_size=config.max_batch_size,
         batch_timeout_s=config.batch_timeout_s, threads=threads,
         compile_cache_dir=config.compile_cache_dir and str(config.compile_cache_dir),
-        ingest=config.ingest)) for b in bundles]
+        ingest=config.ingest, models=versions[b.task])) for b in bundles]
     admission = AdmissionState({api.api_path: config.max_queue for api in apis})
     server = new_litserver(apis, config, accelerator, middlewares=[
         (Admission, {"state": admission, "deadline_s": config.request_deadline_s,
@@ -168,6 +170,7 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
         # Outermost: credentials are checked before admission counts a request or a body is read.
         app.add_middleware(KeyAuth, credentials=credentials, read_paths=frozenset(admission.limits),
                            guard_writes=config.ingest is not None)
+    collectors.append(model_admin.install(app, control, config, bundles, credentials))
     app.add_api_route(METRICS_PATH, metrics_route(*collectors), methods=["GET"], include_in_schema=False)
     return BuiltServer(server, admission, config, accelerator, background)
 

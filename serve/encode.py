@@ -16,14 +16,16 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 
 
-def json_response(answer: dict[str, Any]) -> Response:
+def json_response(answer: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
     """``answer`` as a ``200 application/json`` response; a 500 naming the problem if it is not finite.
 
     JSON has no NaN or infinity (FastAPI refuses them too): a non-finite model output fails this
-    one request, not the batch it was computed in.
+    one request, not the batch it was computed in. ``headers`` go on either answer (the API
+    server returns the worker's response object as it is, headers included).
     """
     try:
         body = json.dumps(answer, allow_nan=False, separators=(",", ":")).encode()
     except ValueError:
-        return JSONResponse({"detail": "the model produced a non-finite value"}, status_code=500)
-    return Response(body, media_type="application/json")
+        return JSONResponse({"detail": "the model produced a non-finite value"}, status_code=500,
+                            headers=headers)
+    return Response(body, media_type="application/json", headers=headers)

@@ -1,0 +1,119 @@
+"""What a hot swap needs from ``torch.compile`` beyond its public API, in one module.
+
+Read from **torch 2.13** (``models/runtime/compile.py`` compiles every model with
+``isolate_recompiles=True``: each compiled model keeps its graphs in a region of its own). A worker
+loading a new model version compiles it in a background thread while its batch loop keeps
+answering with the old one, and three things in torch are not made for that:
+
+* The region a compiled call looks its graphs up in is process-wide, not per thread
+  (``torch._C._dynamo.eval_frame.set_eval_frame_isolate_recompiles_id``): a forward of the old
+  model running while the new one compiles reads the new model's region, misses, recompiles, and
+  within a few swaps fails on the region's recompile limit (``FailOnRecompileLimitHit`` with
+  ``fullgraph=True``). :class:`ForwardGate` runs compiled forwards one at a time, and gives the
+  loading thread the next turn so it is never starved by a busy batch loop.
+* Graphs stay cached on the model's code object after the model is gone (about 10 MiB a swap for the
+  demo models). :func:`evict_region` invalidates the old region's entries, which drops their
+  compiled code.
+* Invalidated entries still count toward ``torch._dynamo.config.accumulated_recompile_limit``
+  (256 per code object): :func:`allow_swaps` lifts that process-wide cap; each region keeps its own limit.
+
+An upgrade of torch checks this module against ``torch/_dynamo/eval_frame.py`` and
+``torch/_dynamo/guards.py`` (``tests/unit/test_model_swap.py`` covers it).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from models.runtime.compile import compiled_graph_count
+
+log = logging.getLogger("relserve.models")
+
+TORCH_VERSION_READ = "2.13"
+SWAP_RECOMPILE_CAP = 1_000_000
+
+
+def allow_swaps() -> None:
+    """Lift Dynamo's process-wide cap on graphs per code object (see the module docstring)."""
+    config = torch._dynamo.config
+    config.accumulated_recompile_limit = max(config.accumulated_recompile_limit, SWAP_RECOMPILE_CAP)
+
+
+class ForwardGate:
+    """Runs the compiled forwards of one worker one at a time (see the module docstring).
+
+    The thread set as :attr:`loader` gets the next turn: while it waits or runs, the batch loop's
+    next forward waits (at most one of the loader's forwards, i.e. one bucket's compile).
+    :attr:`graphs_by_loads` counts the graphs the loader compiled, which are not recompiles of the
+    serving model.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = threading.Event()
+        self._open.set()
+        self.loader: int | None = None
+        self.graphs_by_loads = 0
+
+    def wrap(self, inference: Any) -> int | None:
+        """Route ``inference``'s compiled forward through the gate; returns its region id
+        (``None``: not compiled)."""
+        predictor = inference.predictor
+        forward = predictor.forward
+        region = getattr(getattr(forward, "dynamo_ctx", None), "_isolate_recompiles_id", None)
+        if region is None:  # eager: nothing compiled, nothing to serialise
+            return None
+        predictor.forward = self._gated(forward)
+        return region
+
+    def _gated(self, forward: Callable) -> Callable:
+        def gated(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() == self.loader:
+                return self._load_call(forward, args, kwargs)
+            self._open.wait()
+            with self._lock:
+                return forward(*args, **kwargs)
+
+        gated.dynamo_ctx = forward.dynamo_ctx  # the region stays readable through the wrapper
+        return gated
+
+    def _load_call(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
+        self._open.clear()
+        try:
+            with self._lock:
+                before = compiled_graph_count()
+                try:
+                    return forward(*args, **kwargs)
+                finally:
+                    self.graphs_by_loads += compiled_graph_count() - before
+        finally:
+            self._open.set()
+
+
+def evict_region(model_class: type[torch.nn.Module], region: int | None) -> int:
+    """Invalidate the graphs ``region`` holds for ``model_class.forward`` (call it once the model of
+    that region is gone); returns how many. Never raises: at worst the entries stay cached (memory,
+    not correctness)."""
+    if region is None:
+        return 0
+    try:
+        from torch._dynamo.eval_frame import _get_cache_entries_for_region
+        from torch._dynamo.guards import DeletedGuardManagerWrapper
+
+        evicted = 0
+        for entry in _get_cache_entries_for_region(model_class.forward.__code__, region):
+            manager = entry.guard_manager
+            extra_state = getattr(manager, "extra_state", None)
+            cache_entry = getattr(manager, "cache_entry", None)
+            if extra_state is not None and cache_entry is not None:
+                extra_state.invalidate(cache_entry, DeletedGuardManagerWrapper("model version replaced"))
+                evicted += 1
+        return evicted
+    except Exception as e:  # an internal API that moved: keep serving, say so once per swap
+        log.warning("compiled graphs of the replaced model not evicted (%s: %s)", type(e).__name__, e)
+        return 0

@@ -1,0 +1,290 @@
+"""Hot swap inside an inference worker: a new model version is loaded, warmed up and checked in a
+background thread, then switched to between two batches.
+
+:class:`ModelSlot` holds the worker's :class:`Served` model. ``predict`` reads it once per batch, so a
+batch runs on one model from start to end and its answers name that model's version; requests in
+flight when the switch happens finish on the old model. The slot's thread follows the task's orders
+(:mod:`serve.model_control`: the start-up choice, the admin route, a promotion by a poller) and, every
+``--model-poll`` seconds, looks for new versions in the repository, which the deployment guard
+(:mod:`serve.guard`) may hold back. A version is loaded like the first one (the compile cache beside
+it included), its weights checked for NaN, every bucket compiled and run, and one real batch
+predicted (the smoke test); a version that fails any of it is refused with a logged reason and a
+metric, and the old version keeps serving. Once the old model's last batch is done, its compiled
+graphs are evicted (:mod:`serve.compiled_regions`) and its memory is freed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from models.runtime.bundle import WEIGHTS_FILE, BundleError
+from models.runtime.compile import compiled_graph_count
+from models.schema import ARTICLE
+from serve.compiled_regions import ForwardGate, allow_swaps, evict_region
+from serve.guard import Verdict, judge
+from serve.model_control import ModelControl, Order, WorkerState, log, log_to_stderr
+from serve.model_metrics import ModelMetrics
+from serve.repository import ModelVersion, RepositoryError, find_version, task_versions
+
+VERSION_HEADER = "X-Model-Version"  # on every prediction answer: the version that computed it
+ORDER_POLL_S = 0.25  # how often a worker looks for a new order: one small file read
+SMOKE_ROWS = 4
+RELEASE_TIMEOUT_S = 60.0  # the old model's last batch has long finished by then
+
+
+@dataclass(frozen=True)
+class SwapSettings:
+    """What a worker needs to follow model versions (small and picklable).
+
+    Args:
+        control_dir: the server's :class:`serve.model_control.ModelControl` directory.
+        artifacts: the model repository.
+        version: the version the worker starts with.
+        poll_s: seconds between looks for new versions (0: no polling).
+        pinned: the version was pinned at start-up; new versions are not promoted by polling.
+        force: promote polled versions past the deployment guard (``--force``).
+        held_back: ``(version, reason)`` of the versions the start-up choice passed over.
+    """
+
+    control_dir: str
+    artifacts: str
+    version: int
+    poll_s: float = 5.0
+    pinned: bool = False
+    force: bool = False
+    held_back: tuple[tuple[int, str], ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Served:
+    """The model answering batches (a :class:`models.runtime.inference.TaskInference`) and its version."""
+
+    inference: Any
+    version: int
+    loaded_at: float
+    forced: bool = False
+
+
+class Refused(Exception):
+    """A version that will not be served: ``reason`` (a metric label) and a one-line message."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def smoke_problem(inference: Any) -> str | None:
+    """Predict for a few real entities; why the answer is unusable, or ``None``."""
+    graph = inference.current()
+    count = min(SMOKE_ROWS, int(graph.num_nodes[inference.entity_type]))
+    if count == 0:
+        return None
+    k = min(inference.spec.k, int(graph.num_nodes[ARTICLE]))
+    with torch.inference_mode():
+        result = inference.run(torch.arange(count), k=k)
+    values = result.scores if inference.spec.ranks else result.values
+    if values is None or values.shape[0] != count:
+        rows = None if values is None else values.shape[0]
+        return f"the smoke prediction for {count} entities gave {rows} rows"
+    if not torch.isfinite(values).all():
+        return "the smoke prediction holds NaN or infinite values"
+    return None
+
+
+class ModelSlot:
+    """A worker's serving model and the thread that swaps it (see the module docstring).
+
+    Args:
+        api: the worker's LitAPI; the slot sets its ``served`` and ``inference`` attributes (and
+            rebinds its ingestion follower's callbacks to the new model).
+        served: the model loaded in ``setup()``.
+        settings: how to follow versions (``None``: the version never changes).
+        load: ``(bundle directory, graph) -> TaskInference``, loaded as ``setup()`` loads the first.
+    """
+
+    def __init__(self, api: Any, served: Served, settings: SwapSettings | None,
+                 load: Callable[[Path, Any], Any]) -> None:
+        self.api = api
+        self.task: str = api.task
+        self.settings = settings
+        self.load = load
+        self.gate = ForwardGate()
+        self.region = self.gate.wrap(served.inference)
+        self.baseline = compiled_graph_count()
+        api.served, api.inference = served, served.inference
+        self.control = ModelControl(settings.control_dir) if settings else None
+        self.metrics: ModelMetrics | None = None
+        self.state: WorkerState | None = None
+        self.seen = served.version
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def recompiles(self) -> int:
+        """Graphs compiled since the first warm-up other than by loading versions (should stay 0)."""
+        return compiled_graph_count() - self.baseline - self.gate.graphs_by_loads
+
+    def start(self) -> None:
+        """Report the serving version and start following orders and the repository."""
+        if self.settings is None:
+            return
+        log_to_stderr()
+        allow_swaps()
+        served = self.api.served
+        self.metrics = ModelMetrics(self.task)
+        held_back = {str(v): why for v, why in self.settings.held_back}
+        self.state = WorkerState(self.task, os.getpid(), served.version, served.loaded_at,
+                                 forced=served.forced, held_back=held_back)
+        with contextlib.suppress(RepositoryError, OSError):
+            self.seen = max([served.version, *(v.version for v in self._versions())])
+        self.control.report(self.state)
+        self._thread = threading.Thread(target=self._run, name=f"relserve-models-{self.task}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _versions(self) -> list[ModelVersion]:
+        return task_versions(Path(self.settings.artifacts), self.task)
+
+    def _run(self) -> None:
+        self.gate.loader = threading.get_ident()
+        next_poll = time.monotonic() + self.settings.poll_s
+        while not self._stop.wait(ORDER_POLL_S):
+            try:
+                order = self.control.current_order(self.task)
+                if order is not None and order.id > self.state.order:
+                    self._follow(order)
+                elif self.settings.poll_s > 0 and not self.settings.pinned and time.monotonic() >= next_poll:
+                    next_poll = time.monotonic() + self.settings.poll_s
+                    self._poll()
+            except Exception:  # the thread must outlive any one bad step; the old model keeps serving
+                log.exception("worker %s (%s): following model versions failed", os.getpid(), self.task)
+
+    def _report(self, **changes: Any) -> None:
+        for name, value in changes.items():
+            setattr(self.state, name, value)
+        self.control.report(self.state)
+
+    def _poll(self) -> None:
+        """Order the newest complete version that appeared since the last look, if the guard allows it."""
+        versions = self._versions()
+        fresh = [v for v in versions if v.version > self.seen]
+        ready = list(itertools.takewhile(lambda v: v.complete, fresh))  # wait for a half-written one
+        if not ready:
+            return
+        self.seen = ready[-1].version
+        candidate = next((v for v in versions if v.version == self.api.served.version), None)
+        promoted = None
+        for version in ready:
+            verdict = Verdict(True) if self.settings.force else judge(version, candidate)
+            if verdict.promote:
+                candidate = promoted = version
+                continue
+            self.metrics.refused("guard")
+            self.state.held_back[str(version.version)] = f"not promoted: {verdict.reason}"
+            log.warning("worker %s (%s): %s not promoted automatically: %s (load it with "
+                        "POST /admin/models/%s/load?version=%d&force=true)", os.getpid(), self.task,
+                        version.directory, verdict.reason, self.task, version.version)
+        self.control.report(self.state)
+        if promoted is not None:
+            log.info("worker %s (%s): new version %d found in %s", os.getpid(), self.task, promoted.version,
+                     promoted.directory.parent)
+            self.control.order(self.task, promoted.version, force=self.settings.force, source="poll")
+
+    def _follow(self, order: Order) -> None:
+        """Serve ``order.version``: load, warm up, check, switch; or refuse it and keep the old one."""
+        if order.version == self.api.served.version:
+            self._report(order=order.id, outcome="serving", reason=None)
+            return
+        self._report(loading=order.version, loading_since=time.time())
+        started = time.perf_counter()
+        try:
+            artifacts = Path(self.settings.artifacts)
+            version = find_version(artifacts, self.task, order.version)
+            if version is None:
+                raise Refused("load", f"no version {order.version} in {artifacts / self.task}")
+            served, region = self._load(version, order.force)
+        except (Refused, RepositoryError) as e:
+            reason = getattr(e, "reason", "load")
+            self.metrics.refused(reason)
+            self.state.held_back[str(order.version)] = f"refused: {e}"
+            self._report(loading=None, loading_since=None, order=order.id, outcome="refused", reason=str(e))
+            log.warning("worker %s (%s): version %d refused (%s), version %d keeps serving: %s", os.getpid(),
+                        self.task, order.version, reason, self.api.served.version, e)
+            return
+        seconds = time.perf_counter() - started
+        released, model_class, old_region, old_version = self._switch(served, region)
+        self.metrics.swapped(seconds)
+        self.state.held_back.pop(str(order.version), None)
+        self._report(version=served.version, loaded_at=served.loaded_at, forced=served.forced, loading=None,
+                     loading_since=None, order=order.id, outcome="serving", reason=None, swap_seconds=seconds)
+        log.info("worker %s (%s): now serving version %d (was %d; loaded and warmed up in %.1f s, %s)",
+                 os.getpid(), self.task, served.version, old_version, seconds, order.source)
+        if released.wait(RELEASE_TIMEOUT_S):
+            evict_region(model_class, old_region)
+        else:
+            log.warning("worker %s (%s): version %d is still referenced %.0f s after the switch; its "
+                        "compiled graphs stay cached", os.getpid(), self.task, old_version, RELEASE_TIMEOUT_S)
+
+    def _load(self, version: ModelVersion, force: bool) -> tuple[Served, int | None]:
+        graph = self.api.inference.snapshot
+        try:
+            inference = self.load(version.directory, graph)
+        except BundleError as e:
+            raise Refused("load", str(e)) from None
+        except Exception as e:
+            raise Refused("load", f"{version.directory}: {type(e).__name__}: {e}") from None
+        broken = next((name for name, t in inference.model.state_dict().items()
+                       if t.is_floating_point() and not torch.isfinite(t).all()), None)
+        if broken is not None:
+            raise Refused("weights", f"{version.directory / WEIGHTS_FILE}: {broken} holds NaN or infinite "
+                                     "values")
+        region = self.gate.wrap(inference)
+        try:
+            inference.warm_up()
+            problem = smoke_problem(inference)
+        except Exception as e:
+            problem, reason = f"warm-up failed ({type(e).__name__}: {e})", "error"
+        else:
+            reason = "smoke"
+        if problem is not None:
+            model_class = type(inference.model)
+            del inference
+            evict_region(model_class, region)  # never served: nothing else runs its graphs
+            raise Refused(reason, f"{version.directory}: {problem}")
+        return Served(inference, version.version, time.time(), force), region
+
+    def _switch(self, served: Served, region: int | None) -> tuple[threading.Event, type, int | None, int]:
+        """Make ``served`` the model of every next batch; returns an event set once the old model is
+        gone (its last batch done), its class and region, and its version."""
+        api, old = self.api, self.api.served
+        inference, previous = served.inference, old.inference
+        use_graph = getattr(inference, "use_graph", None)
+        if use_graph is not None and inference.snapshot is not previous.snapshot:
+            use_graph(previous.snapshot)  # the ingestion follower moved to a compacted snapshot meanwhile
+        api.served, api.inference = served, inference
+        follower = getattr(api, "follower", None)
+        if follower is not None:
+            if getattr(follower, "refresh", None) is not None:
+                follower.refresh = inference.refresh_article_keys
+            if getattr(follower, "switch", None) is not None:
+                follower.switch = use_graph
+        if use_graph is not None and inference.snapshot is not previous.snapshot:
+            use_graph(previous.snapshot)  # a graph switch that reached the old model during the swap
+        released = threading.Event()
+        weakref.finalize(previous, released.set)
+        old_region, self.region = self.region, region
+        return released, type(previous.model), old_region, old.version
