@@ -251,6 +251,14 @@ def task_spec(name: str) -> TaskSpec:
 
 _LABELS, _HEADS, _METRICS = "training.tasks.definitions:", "models.nn.heads:", "training.tasks.metrics:"
 _BASELINES, _LIGHTGBM = "training.tasks.baselines:", "training.tasks.gbdt_model:"
+_HISTORY = "models.runtime.answer_history:history_count"
+
+
+def _history(what: str) -> AnswerField:
+    """``history``: how many past events of the entity the model saw (0: a cold start)."""
+    return AnswerField("history", int, f"{what} before the prediction time, which the model saw (0: none, "
+                       "a cold start answered from the entity's attributes alone)", _HISTORY)
+
 
 for _spec in (
     TaskSpec(
@@ -265,7 +273,7 @@ for _spec in (
         answer_fields=(AnswerField(
             "active_last_7d", bool, "bought in the last 7 days of the snapshot: the population the churn "
             "model is trained on (false: the probability is an extrapolation outside it)",
-            "models.graph.temporal_features:active_last_7_days"),),
+            "models.graph.temporal_features:active_last_7_days"), _history("the customer's purchases")),
     ),
     TaskSpec(
         name="sales", task_type=REGRESSION, entity_type=ARTICLE, id_field="article_id",
@@ -274,6 +282,7 @@ for _spec in (
         higher_is_better=False, labels=_LABELS + "sales_labels", load_share=15,
         baselines={"last_week": _BASELINES + "sales_last_week", "lightgbm": _LIGHTGBM + "lightgbm_entity"},
         question="an article's summed sales price over the next 7 days",
+        answer_fields=(_history("the article's sales"),),
     ),
     TaskSpec(
         name="purchase", task_type=LINK, entity_type=CUSTOMER, id_field="customer_id",
@@ -284,6 +293,7 @@ for _spec in (
         baselines={"popular": _BASELINES + "purchase_popular", "repeat": _BASELINES + "purchase_repeat",
                    "lightgbm": _LIGHTGBM + "lightgbm_ranking"},
         question="the k articles a customer most likely buys next",
+        answer_fields=(_history("the customer's purchases"),),
     ),
 ):
     register_task(_spec)

@@ -43,8 +43,14 @@ def test_every_entry_names_a_head_label_function_baselines_and_metrics_that_exis
 
 
 def test_churn_declares_whether_the_customer_is_in_its_population() -> None:
-    assert [(f.name, f.dtype) for f in TASKS["churn"].answer_fields] == [("active_last_7d", bool)]
-    assert not TASKS["sales"].answer_fields and not TASKS["purchase"].answer_fields
+    fields = [(f.name, f.dtype) for f in TASKS["churn"].answer_fields]
+    assert fields == [("active_last_7d", bool), ("history", int)]
+
+
+def test_every_answer_says_how_much_history_the_model_saw() -> None:
+    for spec in TASKS.values():
+        history = [f for f in spec.answer_fields if f.name == "history"]
+        assert history and history[0].dtype is int and "0: none" in history[0].description
 
 
 def test_the_load_test_mix_adds_up_to_all_the_traffic() -> None:
