@@ -185,8 +185,12 @@ def install(app: FastAPI, control: ModelControl, config: ServeConfig, bundles: l
     """Add ``GET /models`` and the load route to ``app`` (before LitServe forks its API servers);
     returns the gauges ``/metrics`` exports."""
     log_to_stderr()
-    admin = ModelAdmin(control, Path(config.artifacts), {b.task: config.workers_per_task for b in bundles},
-                       config.models, credentials)
+    workers = {b.task: config.workers_per_task for b in bundles}
+    add_routes(app, ModelAdmin(control, Path(config.artifacts), workers, config.models, credentials))
+    return ModelGauges(control)
+
+
+def add_routes(app: FastAPI, admin: ModelAdmin) -> None:
+    """``GET /models`` and the load route, answered by ``admin``."""
     app.add_api_route(MODELS_PATH, admin.list_models, methods=["GET"], summary="Serving model versions")
     app.add_api_route(LOAD_PATH, admin.load, methods=["POST"], summary="Load a model version (hot swap)")
-    return ModelGauges(control)

@@ -23,9 +23,10 @@ An upgrade of torch checks this module against ``torch/_dynamo/eval_frame.py`` a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -83,14 +84,21 @@ class ForwardGate:
         return gated
 
     def _load_call(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
+        with self.exclusive():
+            before = compiled_graph_count()
+            try:
+                return forward(*args, **kwargs)
+            finally:
+                self.graphs_by_loads += compiled_graph_count() - before
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """No compiled forward runs inside (the next turn is this thread's): evicting graphs edits the
+        cache list the serving forward looks its graph up in."""
         self._open.clear()
         try:
             with self._lock:
-                before = compiled_graph_count()
-                try:
-                    return forward(*args, **kwargs)
-                finally:
-                    self.graphs_by_loads += compiled_graph_count() - before
+                yield
         finally:
             self._open.set()
 

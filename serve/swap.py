@@ -234,7 +234,10 @@ class ModelSlot:
         log.info("worker %s (%s): now serving version %d (was %d; loaded and warmed up in %.1f s, %s)",
                  os.getpid(), self.task, served.version, old_version, seconds, order.source)
         if released.wait(RELEASE_TIMEOUT_S):
-            evict_region(model_class, old_region)
+            with self.gate.exclusive():
+                evicted = evict_region(model_class, old_region)
+            log.info("worker %s (%s): version %d freed (%d compiled graphs evicted)", os.getpid(), self.task,
+                     old_version, evicted)
         else:
             log.warning("worker %s (%s): version %d is still referenced %.0f s after the switch; its "
                         "compiled graphs stay cached", os.getpid(), self.task, old_version, RELEASE_TIMEOUT_S)
@@ -263,7 +266,8 @@ class ModelSlot:
         if problem is not None:
             model_class = type(inference.model)
             del inference
-            evict_region(model_class, region)  # never served: nothing else runs its graphs
+            with self.gate.exclusive():
+                evict_region(model_class, region)
             raise Refused(reason, f"{version.directory}: {problem}")
         return Served(inference, version.version, time.time(), force), region
 
