@@ -19,7 +19,8 @@ from models.cli import OneLineErrors
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineErrors(prog="python -m training.compact", description=__doc__.splitlines()[0].strip("`"))
+    parser = OneLineErrors(prog="python -m training.compact",
+                           description="Fold a state directory's ingestion log into a new snapshot version.")
     parser.add_argument("--artifacts", type=Path, required=True,
                         help="the served artifacts (bundles, snapshot/)")
     parser.add_argument("--state-dir", type=Path, required=True, help="the server's state directory")

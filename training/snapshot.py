@@ -28,7 +28,8 @@ from models.schema import day_number, day_to_date
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineErrors(prog="python -m training.snapshot", description=__doc__.splitlines()[0].strip("`"))
+    parser = OneLineErrors(prog="python -m training.snapshot",
+                           description="Build (or rebuild) ARTIFACTS/snapshot alone from a dataset.")
     parser.add_argument("--data", type=Path, required=True, help="data directory (the dataset's files)")
     parser.add_argument("--out", type=Path, required=True, help="artifacts directory; writes OUT/snapshot")
     parser.add_argument("--spec", type=Path, default=None, metavar="FILE",
