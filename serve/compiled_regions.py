@@ -9,8 +9,8 @@ answering with the old one, and three things in torch are not made for that:
   (``torch._C._dynamo.eval_frame.set_eval_frame_isolate_recompiles_id``): a forward of the old
   model running while the new one compiles reads the new model's region, misses, recompiles, and
   within a few swaps fails on the region's recompile limit (``FailOnRecompileLimitHit`` with
-  ``fullgraph=True``). :class:`ForwardGate` runs compiled forwards one at a time, and gives the
-  loading thread the next turn so it is never starved by a busy batch loop.
+  ``fullgraph=True``). :class:`ForwardGate` runs compiled forwards one at a time, in the order
+  they arrive, so neither a busy batch loop nor a loader compiling bucket after bucket starves the other.
 * Graphs stay cached on the model's code object after the model is gone (about 10 MiB a swap for the
   demo models). :func:`evict_region` invalidates the old region's entries, which drops their
   compiled code.
@@ -45,21 +45,50 @@ def allow_swaps() -> None:
     config.accumulated_recompile_limit = max(config.accumulated_recompile_limit, SWAP_RECOMPILE_CAP)
 
 
-class ForwardGate:
-    """Runs the compiled forwards of one worker one at a time (see the module docstring).
+class FairLock:
+    """A lock taken in the order it was asked for (``threading.Lock`` is not: a thread that releases
+    it and asks again at once usually gets it back, so a loader compiling bucket after bucket would
+    hold off the batch loop for the whole warm-up)."""
 
-    The thread set as :attr:`loader` gets the next turn: while it waits or runs, the batch loop's
-    next forward waits (at most one of the loader's forwards, i.e. one bucket's compile).
+    def __init__(self) -> None:
+        self._turn = threading.Condition(threading.Lock())
+        self._next_ticket = 0
+        self._now_serving = 0
+
+    def __enter__(self) -> None:
+        with self._turn:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            while ticket != self._now_serving:
+                self._turn.wait()
+
+    def __exit__(self, *exc: object) -> None:
+        with self._turn:
+            self._now_serving += 1
+            self._turn.notify_all()
+
+
+class ForwardGate:
+    """Runs the compiled forwards of one worker one at a time, first come first served (see the
+    module docstring): while the thread set as :attr:`loader` compiles a bucket, the batch loop's
+    next forward waits for that one bucket, then runs before the loader's next one.
     :attr:`graphs_by_loads` counts the graphs the loader compiled, which are not recompiles of the
-    serving model.
+    serving model (:meth:`graphs_not_loaded`).
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._open = threading.Event()
-        self._open.set()
+        self._lock = FairLock()
         self.loader: int | None = None
         self.graphs_by_loads = 0
+        self._count_lock = threading.Lock()
+        self._load_started: int | None = None  # the graph count when the loader's forward began
+
+    def graphs_not_loaded(self) -> int:
+        """Graphs this process compiled other than in the loader's forwards (exact at any moment: a
+        graph the loader is compiling right now is not counted either)."""
+        with self._count_lock:
+            count = compiled_graph_count() if self._load_started is None else self._load_started
+            return count - self.graphs_by_loads
 
     def wrap(self, inference: Any) -> int | None:
         """Route ``inference``'s compiled forward through the gate; returns its region id
@@ -76,7 +105,6 @@ class ForwardGate:
         def gated(*args: Any, **kwargs: Any) -> Any:
             if threading.get_ident() == self.loader:
                 return self._load_call(forward, args, kwargs)
-            self._open.wait()
             with self._lock:
                 return forward(*args, **kwargs)
 
@@ -85,22 +113,21 @@ class ForwardGate:
 
     def _load_call(self, forward: Callable, args: tuple, kwargs: dict) -> Any:
         with self.exclusive():
-            before = compiled_graph_count()
+            with self._count_lock:
+                self._load_started = compiled_graph_count()
             try:
                 return forward(*args, **kwargs)
             finally:
-                self.graphs_by_loads += compiled_graph_count() - before
+                with self._count_lock:
+                    self.graphs_by_loads += compiled_graph_count() - self._load_started
+                    self._load_started = None
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
-        """No compiled forward runs inside (the next turn is this thread's): evicting graphs edits the
+        """No compiled forward runs inside (after the one running, if any): evicting graphs edits the
         cache list the serving forward looks its graph up in."""
-        self._open.clear()
-        try:
-            with self._lock:
-                yield
-        finally:
-            self._open.set()
+        with self._lock:
+            yield
 
 
 def evict_region(model_class: type[torch.nn.Module], region: int | None) -> int:

@@ -21,7 +21,7 @@ from serve.ingest.auth import Credentials
 from serve.model_control import ModelControl, WorkerState
 from serve.models_config import ModelsConfig
 from tests.ingest_helpers import READ_KEY, WRITE_KEY, free_port
-from tests.unit.test_model_repository import write_version
+from tests.unit.test_model_versions import write_version
 
 WRITE = {"Authorization": f"Bearer {WRITE_KEY}"}
 BROKEN = 3  # the fake worker refuses this version, as a worker refuses one that does not load

@@ -61,6 +61,7 @@ def test_a_model_compiled_beside_a_serving_one_never_recompiles_it() -> None:
         for shape in SHAPES:
             serving.predictor.forward(torch.ones(shape))
     baseline, stop, errors, calls = compiled_graph_count(), threading.Event(), [], [0]
+    not_loaded, seen = gate.graphs_not_loaded(), []
 
     def serve() -> None:
         while not stop.is_set():
@@ -68,6 +69,7 @@ def test_a_model_compiled_beside_a_serving_one_never_recompiles_it() -> None:
                 with torch.inference_mode():
                     out = serving.predictor.forward(torch.ones(SHAPES[calls[0] % 2]))
                 assert torch.equal(out, torch.full((SHAPES[calls[0] % 2][0],), 3.0))
+                seen.append(gate.graphs_not_loaded() - not_loaded)  # what relserve_recompiles reads
                 calls[0] += 1
             except Exception as e:  # the failure this test is about: FailOnRecompileLimitHit
                 errors.append(repr(e))
@@ -91,7 +93,7 @@ def test_a_model_compiled_beside_a_serving_one_never_recompiles_it() -> None:
     finally:
         stop.set()
         thread.join()
-    assert not errors and calls[0] > 0
+    assert not errors and calls[0] > 0 and set(seen) == {0}
     compiled = compiled_graph_count() - baseline
     assert compiled == gate.graphs_by_loads == 5 * len(SHAPES), "the serving model recompiled"
 
