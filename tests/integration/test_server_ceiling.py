@@ -22,7 +22,7 @@ def test_the_ceiling_validates_bodies_and_answers_constants(tmp_path, stock):
         server.wait_ready(timeout=300)
         answer = requests.post(server.url + "/predict/purchase", json={"customer_id": "b" * 64}, timeout=30)
         assert answer.status_code == 200 and len(answer.json()["articles"]) == 12
-        bad = requests.post(server.url + "/predict/churn", json={"customer_id": "x"}, timeout=30)
+        bad = requests.post(server.url + "/predict/churn", json={"customer_id": ["x"]}, timeout=30)
         assert bad.status_code == 422
         if have_wrk():
             result = run_wrk(server.url, REQUESTS, clients=4, seconds=1)
