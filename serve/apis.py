@@ -29,8 +29,9 @@ from serve.batching import BlockingBatchedLoop
 from serve.encode import json_response
 from serve.ingest.config import IngestConfig
 from serve.metrics import WorkerMetrics
+from serve.model_load import Served
 from serve.schemas import DEFAULT_K, MAX_K, REQUESTS, RESPONSES
-from serve.swap import VERSION_HEADER, ModelSlot, Served, SwapSettings
+from serve.swap import VERSION_HEADER, ModelSlot, SwapSettings
 
 
 @dataclass(frozen=True)

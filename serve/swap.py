@@ -10,7 +10,8 @@ flight when the switch happens finish on the old model. The slot's thread follow
 it included), its weights checked for NaN, every bucket compiled and run, and one real batch
 predicted (the smoke test); a version that fails any of it is refused with a logged reason and a
 metric, and the old version keeps serving. Once the old model's last batch is done, its compiled
-graphs are evicted (:mod:`serve.compiled_regions`) and its memory is freed.
+graphs are evicted (:mod:`serve.compiled_regions`) and its memory is freed. Loading and checking
+one version is :mod:`serve.model_load`.
 """
 
 from __future__ import annotations
@@ -26,19 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from models.runtime.bundle import WEIGHTS_FILE, BundleError
-from models.schema import ARTICLE
 from serve.compiled_regions import ForwardGate, allow_swaps, evict_region
 from serve.guard import Verdict, judge
 from serve.model_control import ModelControl, Order, WorkerState, log, log_to_stderr
+from serve.model_load import Refused, Served, load_version
 from serve.model_metrics import ModelMetrics
 from serve.repository import ModelVersion, RepositoryError, find_version, task_versions
 
 VERSION_HEADER = "X-Model-Version"  # on every prediction answer: the version that computed it
 ORDER_POLL_S = 0.25  # how often a worker looks for a new order: one small file read
-SMOKE_ROWS = 4
 RELEASE_TIMEOUT_S = 60.0  # the old model's last batch has long finished by then
 # While a version loads, the GIL changes hands every 0.2 ms instead of 5: Dynamo's tracing is pure
 # Python, and the batch loop's sampling between two forwards otherwise crawls (a stalled batch
@@ -67,42 +64,6 @@ class SwapSettings:
     pinned: bool = False
     force: bool = False
     held_back: tuple[tuple[int, str], ...] = field(default_factory=tuple)
-
-
-@dataclass(frozen=True)
-class Served:
-    """The model answering batches (a :class:`models.runtime.inference.TaskInference`) and its version."""
-
-    inference: Any
-    version: int
-    loaded_at: float
-    forced: bool = False
-
-
-class Refused(Exception):
-    """A version that will not be served: ``reason`` (a metric label) and a one-line message."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-def smoke_problem(inference: Any) -> str | None:
-    """Predict for a few real entities; why the answer is unusable, or ``None``."""
-    graph = inference.current()
-    count = min(SMOKE_ROWS, int(graph.num_nodes[inference.entity_type]))
-    if count == 0:
-        return None
-    k = min(inference.spec.k, int(graph.num_nodes[ARTICLE]))
-    with torch.inference_mode():
-        result = inference.run(torch.arange(count), k=k)
-    values = result.scores if inference.spec.ranks else result.values
-    if values is None or values.shape[0] != count:
-        rows = None if values is None else values.shape[0]
-        return f"the smoke prediction for {count} entities gave {rows} rows"
-    if not torch.isfinite(values).all():
-        return "the smoke prediction holds NaN or infinite values"
-    return None
 
 
 class ModelSlot:
@@ -220,7 +181,8 @@ class ModelSlot:
             version = find_version(artifacts, self.task, order.version)
             if version is None:
                 raise Refused("load", f"no version {order.version} in {artifacts / self.task}")
-            served, region = self._load(version, order.force)
+            served, region = load_version(self.load, self.gate, version, self.api.inference.snapshot,
+                                          order.force)
         except (Refused, RepositoryError) as e:
             reason = getattr(e, "reason", "load")
             self.metrics.refused(reason)
@@ -247,35 +209,6 @@ class ModelSlot:
         else:
             log.warning("worker %s (%s): version %d is still referenced %.0f s after the switch; its "
                         "compiled graphs stay cached", os.getpid(), self.task, old_version, RELEASE_TIMEOUT_S)
-
-    def _load(self, version: ModelVersion, force: bool) -> tuple[Served, int | None]:
-        graph = self.api.inference.snapshot
-        try:
-            inference = self.load(version.directory, graph)
-        except BundleError as e:
-            raise Refused("load", str(e)) from None
-        except Exception as e:
-            raise Refused("load", f"{version.directory}: {type(e).__name__}: {e}") from None
-        broken = next((name for name, t in inference.model.state_dict().items()
-                       if t.is_floating_point() and not torch.isfinite(t).all()), None)
-        if broken is not None:
-            raise Refused("weights", f"{version.directory / WEIGHTS_FILE}: {broken} holds NaN or infinite "
-                                     "values")
-        region = self.gate.wrap(inference)
-        try:
-            inference.warm_up()
-            problem = smoke_problem(inference)
-        except Exception as e:
-            problem, reason = f"warm-up failed ({type(e).__name__}: {e})", "error"
-        else:
-            reason = "smoke"
-        if problem is not None:
-            model_class = type(inference.model)
-            del inference
-            with self.gate.exclusive():
-                evict_region(model_class, region)
-            raise Refused(reason, f"{version.directory}: {problem}")
-        return Served(inference, version.version, time.time(), force), region
 
     def _switch(self, served: Served, region: int | None) -> tuple[threading.Event, type, int | None, int]:
         """Make ``served`` the model of every next batch; returns an event set once the old model is

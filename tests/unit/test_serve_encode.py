@@ -9,7 +9,8 @@ from serve.schemas import RESPONSES
 
 
 def test_an_answer_is_compact_json_of_its_response_model():
-    answer = {"customer_id": "a" * 64, "articles": [{"article_id": "0108775015", "score": 0.25}], "history": 3}
+    articles = [{"article_id": "0108775015", "score": 0.25}]
+    answer = {"customer_id": "a" * 64, "articles": articles, "history": 3}
     response = json_response(answer, {"X-Model-Version": "2"})
     assert response.status_code == 200 and response.media_type == "application/json"
     assert json.loads(response.body) == answer and response.headers["x-model-version"] == "2"
