@@ -29,11 +29,18 @@ SUBMISSION_FIELD = "prediction"  # Kaggle's column name for the space-separated 
 ARROW_TYPES = {bool: pa.bool_(), int: pa.int64(), float: pa.float32()}  # of AnswerField.dtype
 
 
+def file_fields(task: str) -> tuple:
+    """The answer fields written beside the prediction: all of them, except for a ranked list, whose
+    file is exactly Kaggle's submission layout (id, prediction), which takes no other column."""
+    spec = TASKS[task]
+    return () if spec.ranks else tuple(spec.answer_fields)
+
+
 def schema(task: str) -> pa.Schema:
     """The columns written for ``task``."""
     spec = TASKS[task]
     value = (SUBMISSION_FIELD, pa.string()) if spec.ranks else (spec.value_field, pa.float32())
-    extra = [(f.name, ARROW_TYPES[f.dtype]) for f in spec.answer_fields]
+    extra = [(f.name, ARROW_TYPES[f.dtype]) for f in file_fields(task)]
     return pa.schema([(spec.id_field, pa.string()), value, *extra])
 
 
@@ -79,5 +86,5 @@ class TableBuilder:
         else:
             columns = [ids, pa.array(result.values.numpy().astype(np.float32), pa.float32())]
         columns += [pa.array(result.extras[f.name].numpy(), ARROW_TYPES[f.dtype])
-                    for f in self.spec.answer_fields]
+                    for f in file_fields(self.task)]
         return pa.Table.from_arrays(columns, schema=self.schema)

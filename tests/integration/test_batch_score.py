@@ -93,6 +93,7 @@ def test_values_equal_the_http_answers(scored, server, tiny_csv_dir, task, field
     answers = served(server, task, [{field: i} for i in ids])
     expected = [a[value] for a in answers]
     assert [float(written[i][value]) for i in ids] == pytest.approx(expected, rel=1e-4, abs=1e-5)
+    assert [int(written[i]["history"]) for i in ids] == [a["history"] for a in answers]
     if task == "churn":
         flags = [str(a["active_last_7d"]).lower() for a in answers]
         assert [written[i]["active_last_7d"] for i in ids] == flags
