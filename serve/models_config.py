@@ -54,14 +54,15 @@ def _pins(value: str) -> list[tuple[str, int]]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The model-version options (see :class:`ModelsConfig`)."""
-    parser.add_argument("--model-version", type=_pins, action="append", default=[], metavar="TASK=N",
+    group = parser.add_argument_group("model versions (docs/model-repository.md)")
+    group.add_argument("--model-version", type=_pins, action="append", default=[], metavar="TASK=N",
                         help="serve version N of TASK and do not promote newer ones found in the "
                              "repository (repeatable, or comma-separated; default: the newest the "
                              "deployment guard allows)")
-    parser.add_argument("--model-poll", type=float, default=DEFAULT_POLL_S, metavar="S",
+    group.add_argument("--model-poll", type=float, default=DEFAULT_POLL_S, metavar="S",
                         help="seconds between looks for new model versions in --artifacts (0: off; "
                              f"default {DEFAULT_POLL_S:g})")
-    parser.add_argument("--force", action="store_true",
+    group.add_argument("--force", action="store_true",
                         help="serve the newest model versions even where the deployment guard holds them "
                              "back (not better than their baselines, or worse than the serving version)")
 
