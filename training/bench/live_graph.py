@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from models.cli import OneLineErrors
+from models.registry import TASK_NAMES
 
 MODES = ("before", "snapshot", "live+0", "live+N")
 
@@ -34,7 +35,7 @@ MODES = ("before", "snapshot", "live+0", "live+N")
 def _arguments(argv: list[str] | None):
     parser = OneLineErrors(prog="python -m training.bench.live_graph", description=__doc__.splitlines()[0])
     parser.add_argument("--artifacts", type=Path, required=True, help="bundles and snapshot/")
-    parser.add_argument("--tasks", nargs="+", default=["churn", "sales", "purchase"])
+    parser.add_argument("--tasks", nargs="+", default=list(TASK_NAMES))
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--calls", type=int, default=100, help="timed calls per task and batch size")
     parser.add_argument("--rows", type=int, default=10_000, help="transactions applied in live+N")
