@@ -27,14 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 from models.registry import TASKS
 from models.store.snapshot import GraphSnapshot
 from serve.bench.metrics_read import TaskStats, scrape, task_stats
 from serve.bench.model import model_throughput
 from serve.bench.process import ServerProcess
-from serve.bench.workload import request_bodies, traffic_mix
+from serve.bench.workload import mixed, request_bodies
 from serve.bench.wrk import WrkResult, run_wrk
 from serve.bundles import TaskBundle
 
@@ -43,14 +41,6 @@ SERVERS = {"noop": ("serve.bench.ceiling_server", ()), "default": ("serve", ()),
 STOCK = ("serve.bench.ceiling_server", ("--stock",))
 CEILING = "stock"
 MODEL_SERVERS = ("default", "naive")
-
-
-def mixed(bodies: dict[str, list[dict]], count: int = 4000, seed: int = 1) -> list[tuple[str, dict]]:
-    """``count`` requests, each task drawn with its :func:`traffic_mix` share of those served; fixed seed."""
-    mix = traffic_mix(bodies)
-    tasks = list(mix)
-    picks = np.random.default_rng(seed).choice(len(tasks), size=count, p=list(mix.values()))
-    return [(TASKS[tasks[p]].path, bodies[tasks[p]][i % len(bodies[tasks[p]])]) for i, p in enumerate(picks)]
 
 
 def traffics(bodies: dict[str, list[dict]], only: list[str]) -> dict[str, list[tuple[str, dict]]]:

@@ -29,57 +29,14 @@ import numpy as np
 from models.schema import ARTICLE, CUSTOMER, day_to_date
 from models.store.ids import ids_text
 from models.store.snapshot import GraphSnapshot
-from serve.bench.ceiling import mixed
-from serve.bench.load import LoadResult
+from serve.bench.load import LoadResult, run_requests
 from serve.bench.metrics_read import scrape, value
 from serve.bench.process import ServerProcess
-from serve.bench.workload import request_bodies
+from serve.bench.workload import encoded_mix
 from serve.bundles import ArtifactsError, find_bundles
 
 KEY = "bench-ingest-key"
 AUTH = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
-
-
-def _client(url: str, requests: list[tuple[str, bytes]], offset: int, stop: threading.Event,
-            result: LoadResult, lock: threading.Lock) -> None:
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=30)
-    latencies, statuses, i = [], Counter(), offset
-    while not stop.is_set():
-        path, body = requests[i % len(requests)]
-        i += 1
-        started = time.perf_counter()
-        try:
-            conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-            response = conn.getresponse()
-            response.read()
-            status = response.status
-        except (OSError, http.client.HTTPException):
-            status = 0
-            conn.close()
-        latencies.append(time.perf_counter() - started)
-        statuses[status] += 1
-    conn.close()
-    with lock:
-        result.latencies_s.extend(latencies)
-        result.statuses.update(statuses)
-
-
-def mixed_load(url: str, requests: list[tuple[str, bytes]], clients: int, seconds: float) -> LoadResult:
-    """``clients`` closed-loop clients over ``requests`` for ``seconds``."""
-    result, lock, stop = LoadResult(clients, seconds), threading.Lock(), threading.Event()
-    threads = [threading.Thread(target=_client, daemon=True,
-                                args=(url, requests, n * 7919 % len(requests), stop, result, lock))
-               for n in range(clients)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    time.sleep(seconds)
-    stop.set()
-    for thread in threads:
-        thread.join()
-    result.seconds = time.perf_counter() - started
-    return result
 
 
 class Ingester:
@@ -142,7 +99,7 @@ def with_ingestion(server: ServerProcess, ingester: Ingester, requests: list[tup
                threading.Thread(target=watch, args=(server.url, stop, seen), daemon=True)]
     for thread in threads:
         thread.start()
-    result = mixed_load(server.url, requests, args.clients, args.seconds)
+    result = run_requests(server.url, requests, args.clients, args.seconds, warmup_s=0.0)
     ingester.stop.set()
     time.sleep(2.0)  # the last batches become visible
     stop.set()
@@ -198,15 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     except ArtifactsError as e:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
     snapshot = GraphSnapshot.open(bundles[0].snapshot_dir)
-    requests = [(path, json.dumps(body).encode())
-                for path, body in mixed({b.task: request_bodies(snapshot, b.task) for b in bundles})]
+    requests = encoded_mix(snapshot, [b.task for b in bundles])
     with tempfile.TemporaryDirectory(prefix="relserve-bench-ingest-") as tmp:
         server = ServerProcess(args.artifacts, "--state-dir", str(Path(tmp) / "state"),
                                *args.server_args.split(), env={"RELSERVE_WRITE_KEY": KEY},
                                log_path=Path(tmp) / "serve.log")
         with server:
             server.wait_ready(timeout=900)
-            mixed_load(server.url, requests, args.clients, min(3.0, args.seconds))  # warm-up
+            run_requests(server.url, requests, args.clients, min(3.0, args.seconds), warmup_s=0.0)  # warm-up
             alone, loaded = LoadResult(args.clients, 0.0), LoadResult(args.clients, 0.0)
             ingester = Ingester(server.url, snapshot, args.rows_per_second, args.batch_rows)
             seen: dict[int, float] = {}
@@ -214,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             for round_ in range(args.rounds):
                 print(f"round {round_ + 1}/{args.rounds}: mixed traffic alone, then with ingestion ...",
                       file=sys.stderr, flush=True)
-                merge(alone, mixed_load(server.url, requests, args.clients, args.seconds))
+                merge(alone, run_requests(server.url, requests, args.clients, args.seconds, warmup_s=0.0))
                 merge(loaded, with_ingestion(server, ingester, requests, args, seen))
             after = scrape(server.url)
     server_lag = {}

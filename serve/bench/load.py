@@ -52,13 +52,13 @@ class LoadResult:
                 "p99_ms": round(self.percentile_ms(99), 2)}
 
 
-def _client(host: str, port: int, path: str, bodies: Sequence[bytes], offset: int, stop_at: float,
+def _client(host: str, port: int, requests: Sequence[tuple[str, bytes]], offset: int, stop_at: float,
             measure_from: float, result: LoadResult, lock: threading.Lock) -> None:
     conn = http.client.HTTPConnection(host, port, timeout=30)
     headers = {"Content-Type": "application/json"}
     latencies, statuses, i = [], Counter(), offset
     while time.perf_counter() < stop_at:
-        body = bodies[i % len(bodies)]
+        path, body = requests[i % len(requests)]
         i += 1
         started = time.perf_counter()
         try:
@@ -92,12 +92,17 @@ def run_load(url: str, path: str, bodies: Sequence[dict], clients: int, seconds:
         seconds: measured window; requests started during the warm-up are not counted.
         warmup_s: unmeasured lead-in that fills the pipeline.
     """
+    return run_requests(url, [(path, json.dumps(b).encode()) for b in bodies], clients, seconds, warmup_s)
+
+
+def run_requests(url: str, requests: Sequence[tuple[str, bytes]], clients: int, seconds: float,
+                 warmup_s: float = 1.0) -> LoadResult:
+    """:func:`run_load` over ``(path, JSON body)`` requests, e.g. a mix of endpoints, cycled through."""
     host, port = url.removeprefix("http://").rsplit(":", 1)
-    encoded = [json.dumps(b).encode() for b in bodies]
     start = time.perf_counter()
     measure_from, stop_at = start + warmup_s, start + warmup_s + seconds
     result, lock = LoadResult(clients, seconds), threading.Lock()
-    threads = [threading.Thread(target=_client, args=(host, int(port), path, encoded, n * 7919 % len(encoded),
+    threads = [threading.Thread(target=_client, args=(host, int(port), requests, n * 7919 % len(requests),
                                                       stop_at, measure_from, result, lock), daemon=True)
                for n in range(clients)]
     for thread in threads:

@@ -29,10 +29,9 @@ import numpy as np
 
 from models.runtime.bundle import CACHE_DIR, CONFIG_FILE, METRICS_FILE, WEIGHTS_FILE
 from models.store.snapshot import GraphSnapshot
-from serve.bench.ceiling import mixed
 from serve.bench.proc import memory
 from serve.bench.process import ServerProcess
-from serve.bench.workload import request_bodies
+from serve.bench.workload import encoded_mix
 from serve.bundles import ArtifactsError, TaskBundle, find_bundles
 
 KEY = "bench-swap-key"
@@ -185,8 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     except ArtifactsError as e:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
     snapshot = GraphSnapshot.open(bundles[0].snapshot_dir)
-    requests = [(path, json.dumps(body).encode())
-                for path, body in mixed({b.task: request_bodies(snapshot, b.task) for b in bundles})]
+    requests = encoded_mix(snapshot, [b.task for b in bundles])
     tasks = [b.task for b in bundles]
     with tempfile.TemporaryDirectory(prefix="relserve-bench-swap-") as tmp:
         root = repository(bundles, Path(tmp) / "repository")

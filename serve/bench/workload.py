@@ -3,6 +3,7 @@ registry, and artifacts copies with empty compile caches (for cold starts)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,6 +33,20 @@ def traffic_mix(tasks: Iterable[str]) -> dict[str, float]:
     if total <= 0:
         raise ValueError(f"no load_share in the registry for any of {', '.join(shares)}: no mixed traffic")
     return {task: share / total for task, share in sorted(shares.items(), key=lambda kv: -kv[1])}
+
+
+def mixed(bodies: dict[str, list[dict]], count: int = 4000, seed: int = 1) -> list[tuple[str, dict]]:
+    """``count`` requests, each task drawn with its :func:`traffic_mix` share of those served; fixed seed."""
+    mix = traffic_mix(bodies)
+    tasks = list(mix)
+    picks = np.random.default_rng(seed).choice(len(tasks), size=count, p=list(mix.values()))
+    return [(TASKS[tasks[p]].path, bodies[tasks[p]][i % len(bodies[tasks[p]])]) for i, p in enumerate(picks)]
+
+
+def encoded_mix(snapshot: GraphSnapshot, tasks: Iterable[str]) -> list[tuple[str, bytes]]:
+    """:func:`mixed` requests over ``tasks`` with known ids of ``snapshot``, bodies encoded as JSON."""
+    bodies = {task: request_bodies(snapshot, task) for task in tasks}
+    return [(path, json.dumps(body).encode()) for path, body in mixed(bodies)]
 
 
 def copy_without_compile_cache(artifacts: Path, out: Path) -> Path:
