@@ -27,7 +27,7 @@ PORT ?= 8000
 PYTEST_ARGS ?=
 
 .PHONY: install install-train install-dev prometheus redis test lint serve demo-data demo-artifacts real-artifacts \
-	loadtest clean
+	retrain loadtest clean
 
 install: $(STAMP_SERVE)
 install-train: $(STAMP_TRAIN)
@@ -97,6 +97,15 @@ REAL_ARTIFACTS ?= artifacts-real
 
 real-artifacts: install-train
 	$(BIN)/python -m training.fit --data $(REAL_DATA) --task all --out $(REAL_ARTIFACTS)
+
+# The retrain loop (docs/model-repository.md): train every task on what a running server serves (its
+# snapshot plus every row ingested into STATE_DIR) and write the next version of each into ARTIFACTS,
+# which the server loads by itself. Run it from cron, e.g. weekly: `0 3 * * 1 make -C /srv/relserve retrain`.
+STATE_DIR ?= state
+RETRAIN_ARGS ?= --warm-serving-cache
+
+retrain: install-train
+	$(BIN)/python -m training.fit --data $(STATE_DIR) --out $(ARTIFACTS) --task all $(RETRAIN_ARGS)
 
 # Serving itself needs only `install`; this target also makes the demo bundles when they are missing
 # (demo-data, demo-artifacts: training), hence the `train` extra.

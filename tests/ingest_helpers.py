@@ -6,6 +6,7 @@ is skipped, saying so, only where it could not be installed.
 
 from __future__ import annotations
 
+import csv
 import shutil
 import socket
 import subprocess
@@ -15,10 +16,12 @@ from typing import Any
 
 import pytest
 
-from models.schema import ARTICLE, CUSTOMER, day_to_date
+from models.schema import ARTICLE, CUSTOMER, day_number, day_to_date
+from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
 from serve.ingest.resp import RedisAddress, RedisClient
 
+CUT = "2020-09-15"  # tiny_csv_dir ends on 2020-09-22: D + 7
 WRITE_KEY = "test-write-key"
 READ_KEY = "test-read-key"
 
@@ -41,6 +44,20 @@ def transaction_rows(snapshot: GraphSnapshot, n: int, day_offset: int = 1, start
     date = day_to_date(snapshot.max_day + day_offset).isoformat()
     return [{"t_dat": date, "customer_id": c, "article_id": articles[(start + i) % len(articles)],
              "price": price + i * 1e-6, "sales_channel_id": 2} for i, c in enumerate(customers)]
+
+
+def transaction_batches(csv_dir: Path, after: str, rows_per_batch: int) -> list[IngestBatch]:
+    """The transactions of ``csv_dir`` dated after ``after``, in file order, as numbered batches."""
+    with open(csv_dir / "transactions_train.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["t_dat"] > after]
+    batches = []
+    for n, start in enumerate(range(0, len(rows), rows_per_batch), start=1):
+        part = rows[start:start + rows_per_batch]
+        batches.append(IngestBatch(n, "transactions", {
+            "day": [day_number(r["t_dat"]) for r in part], "customer_id": [r["customer_id"] for r in part],
+            "article_id": [r["article_id"] for r in part], "price": [float(r["price"]) for r in part],
+            "sales_channel_id": [int(r["sales_channel_id"]) for r in part]}))
+    return batches
 
 
 def free_port() -> int:

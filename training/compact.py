@@ -28,35 +28,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="the log: wal (S/wal, the default) or redis://host:port[/db][?stream=NAME]")
     args = parser.parse_args(argv)
 
-    from models.store.live import LiveGraph
     from models.store.snapshot import SnapshotError
-    from models.store.versions import compact, open_current
-    from serve.ingest.config import IngestConfig
+    from models.store.versions import compact
     from serve.ingest.log import LogError
+    from serve.ingest.replay import replayed_graph
 
     started = time.perf_counter()
     try:
-        base, lease = open_current(args.artifacts, args.state_dir)
-    except SnapshotError as exc:
+        with replayed_graph(args.artifacts, args.state_dir, args.ingest_log) as graph:
+            base = graph.base
+            if graph.sequence == base.sequence:
+                print(f"{base.directory}: holds the whole log (sequence {base.sequence}); nothing to compact")
+                return 0
+            folded = graph.delta_edges
+            done = compact(graph.view(), args.state_dir)
+    except (SnapshotError, LogError, ValueError) as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
-    try:
-        graph = LiveGraph(base)
-        log = IngestConfig(state_dir=args.state_dir, log=args.ingest_log).open_log()
-        try:
-            while batches := log.read(graph.sequence):
-                graph.apply_many(batches)
-        finally:
-            log.close()
-        if graph.sequence == base.sequence:
-            print(f"{base.directory}: holds the whole log (sequence {base.sequence}); nothing to compact")
-            return 0
-        folded = graph.delta_edges
-        done = compact(graph.view(), args.state_dir)
-    except (LogError, ValueError) as exc:
-        parser.exit(1, f"{parser.prog}: error: {exc}\n")
-    finally:
-        if lease is not None:
-            lease.release()
     removed = f"; removed {len(done.removed)} unused version(s)" if done.removed else ""
     print(f"{done.directory}: log sequence {done.sequence} ({folded:,} transactions folded into "
           f"{base.num_transactions:,}) in {time.perf_counter() - started:.1f}s, written in "

@@ -18,14 +18,14 @@ import torch
 
 from models.registry import TASKS
 from models.runtime.inference import TaskInference
-from models.schema import ARTICLE, CUSTOMER, day_number, day_to_date
+from models.schema import ARTICLE, CUSTOMER, day_to_date
 from models.store.live import LiveGraph
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
 from models.store.versions import compact
+from tests.ingest_helpers import CUT, transaction_batches
 from training.snapshot import main as build_snapshot
 
-CUT = "2020-09-15"  # tiny_csv_dir ends on 2020-09-22: D + 7
 BATCH_ROWS = 40
 IDS = 60  # entities compared per task
 
@@ -39,17 +39,7 @@ def cut_snapshot(tiny_csv_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="module")
 def later_batches(tiny_csv_dir: Path) -> list[IngestBatch]:
-    """The transactions after the cut, in file order, as numbered batches."""
-    with open(tiny_csv_dir / "transactions_train.csv", newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["t_dat"] > CUT]
-    batches = []
-    for n, start in enumerate(range(0, len(rows), BATCH_ROWS), start=1):
-        part = rows[start:start + BATCH_ROWS]
-        batches.append(IngestBatch(n, "transactions", {
-            "day": [day_number(r["t_dat"]) for r in part], "customer_id": [r["customer_id"] for r in part],
-            "article_id": [r["article_id"] for r in part], "price": [float(r["price"]) for r in part],
-            "sales_channel_id": [int(r["sales_channel_id"]) for r in part]}))
-    return batches
+    return transaction_batches(tiny_csv_dir, CUT, BATCH_ROWS)
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from models.cli import OneLineErrors
 from models.nn.config import ModelConfig
 from models.registry import derived
 from models.runtime.compile import STRATEGIES
+from serve.ingest.replay import is_state_dir
 from training.tasks.definitions import TASKS
 
 ALL_TASKS = "all"
@@ -121,6 +122,11 @@ class FitConfig:
             bundle, so the first server start is warm (costs compile time here).
         rebuild_snapshot: overwrite an existing snapshot in ``<out>/snapshot/``.
         progress: progress bars and log lines on stderr.
+        next_version: write each bundle as the next version ``<out>/<task>/<N>/`` of the model
+            repository instead of ``<out>/<task>/`` (always so when ``data`` is a server's state
+            directory: the retrain loop, docs/model-repository.md).
+        ingest_log: the state directory's log, as the server was given it (``wal`` or a
+            ``redis://`` URL); only read when ``data`` is a state directory.
     """
 
     data: Path
@@ -151,6 +157,8 @@ class FitConfig:
     warm_serving_cache: bool = False
     rebuild_snapshot: bool = False
     progress: bool = True
+    next_version: bool = False
+    ingest_log: str = "wal"
 
     def __post_init__(self) -> None:
         positive = {"epochs": self.epochs, "hidden": self.hidden, "batch_size": self.batch_size,
@@ -184,6 +192,16 @@ class FitConfig:
         if self.train_strategy not in SAMPLER_STRATEGIES:
             raise FitError(f"unknown --train-strategy {self.train_strategy!r}; use last or uniform")
 
+    @property
+    def from_state_dir(self) -> bool:
+        """Whether ``data`` is a server's state directory (the retrain loop)."""
+        return is_state_dir(self.data)
+
+    @property
+    def writes_versions(self) -> bool:
+        """Whether bundles go to ``<out>/<task>/<N>/`` (see ``next_version``)."""
+        return self.next_version or self.from_state_dir
+
     def recipe(self, task: str) -> TaskRecipe:
         """The task's recipe with this config's overrides applied."""
         names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden", "max_steps_per_epoch", "patience",
@@ -202,11 +220,20 @@ def _build_parser() -> argparse.ArgumentParser:
                        description="Train the relational GNN of each task, evaluate it against the baselines "
                                    "and write one checkpoint bundle per task.")
     p.add_argument("--data", type=Path, required=True,
-                   help="data directory: the three H&M CSV files, or any files its relserve.toml describes")
+                   help="data directory: the three H&M CSV files, or any files its relserve.toml describes; "
+                        "or a server's --state-dir: train on the graph it serves (its snapshot plus every "
+                        "ingested row) and write the next version of each task into --out, the artifacts "
+                        "that server serves")
     p.add_argument("--spec", type=Path, metavar="FILE",
                    help="dataset spec (TOML; default: DATA/relserve.toml if present, else the H&M layout)")
     p.add_argument("--task", required=True, choices=[*TASKS, ALL_TASKS], help="task to train, or all")
     p.add_argument("--out", type=Path, required=True, help="artifacts directory (bundles and snapshot)")
+    p.add_argument("--next-version", action="store_true",
+                   help="write each bundle as the next version <out>/<task>/<N>/ of the model repository "
+                        "(the default with a state directory as --data)")
+    p.add_argument("--ingest-log", default=d.ingest_log, metavar="URL",
+                   help="with a state directory as --data: its log, wal or redis://host:port[/db][?stream=NAME]"
+                        " as the server was given it")
     p.add_argument("--epochs", type=int, help=f"most epochs (default: {TaskRecipe.epochs})")
     p.add_argument("--max-steps-per-epoch", type=int,
                    help="most batches per epoch, drawn from every cutoff (default: "
@@ -267,7 +294,7 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
             time_budget=args.time_budget, eval_batch_size=args.eval_batch_size,
             max_val_rows=args.max_val_rows,
             warm_serving_cache=args.warm_serving_cache, rebuild_snapshot=args.rebuild_snapshot,
-            progress=not args.quiet)
+            progress=not args.quiet, next_version=args.next_version, ingest_log=args.ingest_log)
         check_paths(config)
     except FitError as exc:
         parser.error(str(exc))
@@ -278,6 +305,9 @@ def check_paths(config: FitConfig) -> None:
     """Fail early, before any work, on a missing ``--data`` or ``--spec`` or an unwritable ``--out``."""
     if not config.data.is_dir():
         raise FitError(f"--data {config.data}: no such directory")
+    if config.from_state_dir and config.rebuild_snapshot:
+        raise FitError(f"--rebuild-snapshot: --data {config.data} is a server's state directory, whose "
+                       "graph is read as it is served")
     if config.spec is not None and not config.spec.is_file():
         raise FitError(f"--spec {config.spec}: no such file")
     if config.out.exists() and not config.out.is_dir():

@@ -1,23 +1,36 @@
-"""The graph snapshot that training writes beside its bundles, and the task tables built from it.
+"""The graph snapshot training reads (built from the dataset's files, or a server's live graph), and
+the task tables built from it.
 
 ``<out>/snapshot/`` is built from the dataset's files on the first run and reused by later runs
 (training another task into the same artifacts keeps one snapshot, so every bundle there matches
 it). A ``source.json`` beside the arrays records the size and sha256 of the files it was built from
 (and of the spec file, if any; see :func:`training.fit.dataset.source_signature`), so a snapshot of
 other data is refused instead of silently reused.
+
+With a server's state directory as ``--data`` (the retrain loop), the snapshot is that server's
+live graph: its current snapshot version plus every batch of its log (:mod:`serve.ingest.replay`),
+written to a temporary directory for the run and removed after it; ``<out>/snapshot`` and the state
+directory are only read.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from models.runtime.bundle import SNAPSHOT_DIR
+from models.store.compact import materialize
 from models.store.snapshot import GraphSnapshot, SnapshotError
 from models.store.tables import Transactions
+from serve.ingest.log import LogError
+from serve.ingest.replay import replayed_graph
 from training.data.load import DataError, load_tables
 from training.data.spec import DatasetSpec
-from training.fit.config import FitError
+from training.fit import distributed
+from training.fit.config import FitConfig, FitError
 from training.fit.dataset import dataset_spec, source_signature
 from training.tasks.definitions import TASKS
 from training.tasks.table import TaskTable, concat_tables
@@ -64,6 +77,37 @@ def prepare_snapshot(data_dir: Path, out: Path, rebuild: bool = False, progress:
     snapshot = GraphSnapshot.build(tables, directory, progress=progress)
     (directory / SOURCE_FILE).write_text(json.dumps(signature, indent=2) + "\n")
     return snapshot
+
+
+@contextmanager
+def training_snapshot(config: FitConfig, spec: DatasetSpec) -> Iterator[GraphSnapshot]:
+    """The snapshot ``config`` trains on, open while the ``with`` block runs (see the module docstring).
+
+    Raises:
+        FitError: as :func:`prepare_snapshot`, or a state directory whose graph cannot be read.
+    """
+    if not config.from_state_dir:
+        with distributed.main_first():
+            snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress,
+                                        spec)
+        yield snapshot
+        return
+    with tempfile.TemporaryDirectory(prefix="relserve-retrain-") as work:
+        yield served_graph(config.data, config.out, config.ingest_log, Path(work))
+
+
+def served_graph(state_dir: Path, artifacts: Path, ingest_log: str, work: Path) -> GraphSnapshot:
+    """The graph a server on ``artifacts`` with ``state_dir`` serves, written as a snapshot in ``work``.
+
+    Raises:
+        FitError: the artifacts hold no snapshot, or the log cannot be read or applied.
+    """
+    try:
+        with replayed_graph(artifacts, state_dir, ingest_log) as graph:
+            return materialize(graph.view(), work / SNAPSHOT_DIR)
+    except (SnapshotError, LogError, ValueError) as exc:
+        raise FitError(f"--data {state_dir} is a server's state directory and --out {artifacts} must be the "
+                       f"artifacts that server serves: {exc}") from None
 
 
 def task_splits(task: str, tx: Transactions, snapshot: GraphSnapshot, max_train_cutoffs: int | None,

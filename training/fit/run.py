@@ -6,7 +6,10 @@
 For each task: build the task tables from the graph snapshot, train (one progress bar per
 epoch), keep the epoch with the best validation score (measured through the serving inference
 path), score it on the test week next to every baseline, and write the bundle
-``ARTIFACTS/<task>/`` (weights, config, metrics.json) beside the snapshot ``ARTIFACTS/snapshot/``.
+``ARTIFACTS/<task>/`` (weights, config, metrics.json) beside the snapshot ``ARTIFACTS/snapshot/``
+(or, with ``--next-version``, the next version ``ARTIFACTS/<task>/<N>/`` of the model repository).
+With a server's state directory as ``--data`` it trains on the graph that server serves and writes
+next versions, which the server picks up by itself (the retrain loop, docs/model-repository.md).
 Ends with one table of model vs baselines on the test week.
 
 Under ``torchrun --nproc-per-node N -m training.fit ...`` the N processes train one model with
@@ -38,11 +41,12 @@ from training.fit.batches import TrainBatches
 from training.fit.budget import TimeBudget, estimate_task, minutes
 from training.fit.calibrate import calibrated_metrics
 from training.fit.config import FitConfig, FitError, parse_args
-from training.fit.data import prepare_snapshot, task_splits
+from training.fit.data import task_splits, training_snapshot
 from training.fit.dataset import dataset_spec, trainable_tasks
 from training.fit.evaluate import Metrics, evaluate_baselines, evaluate_model
 from training.fit.loop import LRSchedule, Trainer
 from training.fit.report import baseline_warning, metrics_document, results_table, split_result
+from training.fit.versions import NextVersion
 from training.tasks.day_windows import sort_by_day
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns
@@ -156,14 +160,20 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         "graphs_compiled_per_epoch": trainer.graphs_per_epoch,
         "processes": distributed.world_size(),  # >1: trained under torchrun (DDP)
         "seconds": round(time.perf_counter() - started, 1)}
-    save_bundle(config.out / task, bundle, model, document)
+    if config.from_state_dir:  # the retrain loop: which ingested rows this version has seen
+        bundle.training["log_sequence"] = snapshot.sequence
+    version = NextVersion.of(config.out, task) if config.writes_versions else None
+    directory = config.out / task if version is None else version.staging
+    save_bundle(directory, bundle, model, document)
     if config.warm_serving_cache:
-        warm = TaskInference.from_bundle(config.out / task, snapshot, compile="buckets",
+        warm = TaskInference.from_bundle(directory, snapshot, compile="buckets",
                                          max_batch_size=config.serve_batch_size).warm_up()
         log(config, f"{task}: serving compile cache {'saved' if warm.cache_saved else 'not saved'} "
                     f"({warm.buckets} buckets, {warm.seconds:.1f} s)")
+    if version is not None:
+        directory = version.publish()  # complete and in place: a polling server may load it now
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
-    log(config, f"{task}: best epoch {best_epoch + 1}, wrote {config.out / task} "
+    log(config, f"{task}: best epoch {best_epoch + 1}, wrote {directory} "
                 f"({time.perf_counter() - started:.1f} s, peak memory of the run so far {peak:.1f} GiB)")
     return document
 
@@ -197,13 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         tasks, skipped = trainable_tasks(config.tasks, spec, config.all_tasks)
         for line in skipped if main_rank else ():
             print(f"{PROG}: warning: {line}", file=sys.stderr, flush=True)
-        with distributed.main_first():
-            snapshot = prepare_snapshot(config.data, config.out, config.rebuild_snapshot, config.progress,
-                                        spec)
-        tx = sort_by_day(snapshot.transactions())  # once: the tasks and baselines read day windows
-        seconds = None if config.time_budget is None else config.time_budget * 60
-        budget = TimeBudget(seconds, len(tasks))
-        documents = [fit_task(config, task, snapshot, tx, budget) for task in tasks]
+        with training_snapshot(config, spec) as snapshot:
+            tx = sort_by_day(snapshot.transactions())  # once: the tasks and baselines read day windows
+            seconds = None if config.time_budget is None else config.time_budget * 60
+            budget = TimeBudget(seconds, len(tasks))
+            documents = [fit_task(config, task, snapshot, tx, budget) for task in tasks]
     except FitError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
