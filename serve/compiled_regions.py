@@ -24,6 +24,7 @@ An upgrade of torch checks this module against ``torch/_dynamo/eval_frame.py`` a
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -152,3 +153,13 @@ def evict_region(model_class: type[torch.nn.Module], region: int | None) -> int:
     except Exception as e:  # an internal API that moved: keep serving, say so once per swap
         log.warning("compiled graphs of the replaced model not evicted (%s: %s)", type(e).__name__, e)
         return 0
+
+
+def return_free_memory() -> None:
+    """Give the heap memory freed with an old model back to the system (glibc's ``malloc_trim``).
+
+    The new version was loaded in a background thread, whose allocations live in that thread's own
+    malloc arena; glibc returns a freed arena's pages only when asked, so without this a worker's
+    resident memory keeps the size of both versions. A no-op off glibc."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from serve.compiled_regions import ForwardGate, allow_swaps, evict_region
+from serve.compiled_regions import ForwardGate, allow_swaps, evict_region, return_free_memory
 from serve.guard import Verdict, judge
 from serve.model_control import ModelControl, Order, WorkerState, log, log_to_stderr
 from serve.model_load import Refused, Served, load_version
@@ -204,6 +204,7 @@ class ModelSlot:
         if released.wait(RELEASE_TIMEOUT_S):
             with self.gate.exclusive():
                 evicted = evict_region(model_class, old_region)
+            return_free_memory()
             log.info("worker %s (%s): version %d freed (%d compiled graphs evicted)", os.getpid(), self.task,
                      old_version, evicted)
         else:
