@@ -7,7 +7,13 @@ seed day can move with a wall clock alone), it runs ``refresh`` (the purchase wo
 :meth:`models.runtime.inference.TaskInference.refresh_article_keys`, a no-op unless the keys are
 stale; answering never waits on it), then reports the graph's sequence
 (:class:`serve.ingest.progress.ProgressFile`): a worker only reports a sequence it fully serves,
-article keys included, which is what ``?sync=true`` waits for.
+article keys included, which is what ``?sync=true`` waits for. Apply, refresh and report are one
+step, so the reported sequence, the graph and the keys always move together.
+
+Steps are paced (:class:`serve.ingest.pacing.Pacer`): after a step that cost ``c`` CPU seconds the
+next waits ``c * (1 - cpu_share) / cpu_share``, so following the log takes at most ``cpu_share`` of
+one core; batches arriving meanwhile are applied together at the next step, with one rebuild and
+one key refresh.
 
 Compaction (``python -m training.compact``, or ``--compact-every``) writes a new snapshot version and
 moves the state directory's ``current`` pointer (:mod:`models.store.versions`). The follower sees the
@@ -34,6 +40,7 @@ from models.store.versions import Lease, current_snapshot_dir, open_current
 from serve.ingest.config import IngestConfig
 from serve.ingest.log import Log, LogError, check_order
 from serve.ingest.metrics import FollowerMetrics
+from serve.ingest.pacing import Pacer, StepClock
 from serve.ingest.progress import ProgressFile
 
 log = logging.getLogger("relserve.ingest")
@@ -55,12 +62,14 @@ class Follower:
             the graph's base is kept).
         lease: the lease held on the graph's base version, released when switching away.
         switch: receives the live graph over a new version, to serve from then on.
+        cpu_share: largest share of one core the follower thread's steps take (see
+            :class:`serve.ingest.pacing.Pacer`; ``1``: step whenever something is new).
     """
 
     def __init__(self, log: Log, graph: LiveGraph, progress: ProgressFile, metrics: FollowerMetrics,
                  poll_s: float = 0.05, refresh: Callable[[], bool] | None = None,
                  versions: tuple[Path, Path] | None = None, lease: Lease | None = None,
-                 switch: Callable[[LiveGraph], None] | None = None) -> None:
+                 switch: Callable[[LiveGraph], None] | None = None, cpu_share: float = 1.0) -> None:
         self.log = log
         self.graph = graph
         self.versions = versions
@@ -70,6 +79,9 @@ class Follower:
         self.metrics = metrics
         self.poll_s = poll_s
         self.refresh = refresh
+        self.pacer = Pacer(cpu_share, poll_s)
+        self._clock = StepClock()
+        self._worked = False  # the last step applied, switched or refreshed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -86,10 +98,13 @@ class Follower:
         snapshot version and refresh what depends on the graph; returns how many batches."""
         batches = self._apply(self.graph)
         switched = report and self._follow_version()
+        refreshed = False
         if report and self.refresh is not None:
             started = time.perf_counter()
-            if self.refresh():
+            refreshed = self.refresh()
+            if refreshed:
                 self.metrics.refreshed(time.perf_counter() - started)
+        self._worked = bool(batches) or switched or refreshed
         if batches:
             now = time.time()
             self.metrics.applied(len(batches), [now - b.received_at for b in batches] if observe_lag else [])
@@ -118,6 +133,7 @@ class Follower:
         artifacts, state_dir = self.versions
         if current_snapshot_dir(artifacts, state_dir).resolve() == Path(self.graph.base.directory).resolve():
             return False
+        started = time.thread_time()
         base, lease = open_current(artifacts, state_dir)
         graph = LiveGraph(base, clock=self.graph.clock)
         while self._apply(graph):
@@ -128,6 +144,7 @@ class Follower:
         if previous is not None:
             previous.release()
         self.metrics.switched()
+        self._clock.exclude(time.thread_time() - started)
         log.info("worker %s: now serving snapshot version %s (log sequence %d)", self.progress.task,
                  base.directory.name, base.sequence)
         return True
@@ -154,8 +171,10 @@ class Follower:
         self.report()
         pause = 0.0
         while not self._stop.wait(pause):
+            self._clock.start()
             try:
-                pause = 0.0 if self.step() else self.poll_s
+                self.step()
+                pause = self.pacer.pause(self._clock.stop(), self._worked)
             except LogError as e:
                 log.warning("worker %s: cannot read the ingestion log (%s); retrying in %.0f s",
                             self.progress.task, e, RETRY_S)
@@ -173,6 +192,7 @@ def open_follower(config: IngestConfig, task: str, artifacts: Path) -> Follower:
     base, lease = open_current(artifacts, config.state_dir)
     graph = LiveGraph(base, clock=wall_clock if config.clock == "wall" else None)
     follower = Follower(config.open_log(), graph, ProgressFile(config.state_dir, task), FollowerMetrics(task),
-                        config.poll_s, versions=(Path(artifacts), config.state_dir), lease=lease)
+                        config.poll_s, versions=(Path(artifacts), config.state_dir), lease=lease,
+                        cpu_share=config.cpu_share)
     follower.catch_up()
     return follower

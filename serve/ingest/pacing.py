@@ -1,0 +1,77 @@
+"""How often a worker's follower works: a bound on the CPU share of applying the log.
+
+Each follower step that does something (read new batches, apply them with one rebuild of the delta,
+recompute the purchase article keys) costs CPU that the worker's answers then lack. Under a steady
+stream of batches a follower that stepped whenever something was new would spend most of a core on
+it: the purchase worker recomputes the keys of the whole catalogue per step, and applying a batch
+rebuilds the whole delta, whose cost grows with it. :class:`Pacer` spaces the steps instead: after a
+step that cost ``c`` CPU seconds (measured on the follower thread), the next one waits
+``c * (1 - share) / share``, so stepping takes at most ``share`` of one core whatever the machine,
+the catalogue or the delta size. Batches that arrive meanwhile stay in the log and are applied
+together at the next step (one rebuild, one key refresh), so the work per batch falls as the
+stream gets denser, and the lag a batch sees is at most about one pause plus one step.
+
+A step after an idle spell is not delayed (the pause has passed): a lone batch is applied, keyed
+and reported within a poll, which ``?sync=true`` on a quiet server relies on.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Pacer:
+    """Spaces a follower's steps (see the module docstring).
+
+    Args:
+        share: the largest share of one core the steps may take, in ``(0, 1]`` (``1``: no pause
+            after work, step again as soon as something is new).
+        poll_s: pause after a step that found nothing new.
+    """
+
+    share: float = 0.1
+    poll_s: float = 0.05
+    last_cost_s: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.share <= 1:
+            raise ValueError(f"the follower's CPU share must be in (0, 1], got {self.share}")
+
+    def pause(self, cost_s: float, worked: bool) -> float:
+        """Seconds to wait before the next step.
+
+        Args:
+            cost_s: CPU seconds the step just finished took (what counts against the share).
+            worked: whether it applied batches or refreshed (a step that found nothing new waits
+                ``poll_s``, or longer if even looking was expensive).
+        """
+        self.last_cost_s = max(0.0, cost_s)
+        rest = self.last_cost_s * (1.0 - self.share) / self.share
+        return rest if worked else max(self.poll_s, rest)
+
+
+class StepClock:
+    """CPU seconds of the calling thread between :meth:`start` and :meth:`stop`, less any time
+    excluded meanwhile (a switch to a compacted snapshot version, a rare event the share is not
+    about: a pause after it would hold back the batches behind it for many seconds).
+
+    Thread CPU time, not wall time: on a shared machine the wall time of a step is inflated by
+    others' work, which would lengthen the pauses (and the lag) without the step costing more.
+    Torch intra-op work on other threads (a worker with more than one torch thread) is not counted.
+    """
+
+    def __init__(self) -> None:
+        self._started = 0.0
+        self._excluded = 0.0
+
+    def start(self) -> None:
+        self._started = time.thread_time()
+        self._excluded = 0.0
+
+    def exclude(self, seconds: float) -> None:
+        self._excluded += seconds
+
+    def stop(self) -> float:
+        return max(0.0, time.thread_time() - self._started - self._excluded)
