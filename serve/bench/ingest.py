@@ -9,7 +9,8 @@ two alternate ``--rounds`` times, so that a machine whose load drifts slows both
 polls ``GET /ingest/status`` every 10 ms: a batch's lag is from the moment its POST was sent to the
 first poll at which every worker serves it (purchase: article keys included). Prints one table;
 ``--json`` also writes the numbers. The target (issue 20): throughput with ingestion within 10 % of
-without, lag p99 under 1 s.
+without, lag p99 under 1 s. Where the CPU went: each server process's (by role) and the benchmark's
+own (clients, ingester, watcher) CPU seconds per second in both phases, from ``/proc``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
+import resource
 import sys
 import tempfile
 import threading
@@ -36,6 +39,7 @@ from serve.bench.workload import encoded_mix
 from serve.bundles import ArtifactsError, find_bundles
 
 KEY = "bench-ingest-key"
+WALL = "wall"  # the key of the wall-clock seconds among the CPU seconds of cpu_by_role
 AUTH = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
 
 
@@ -108,6 +112,27 @@ def with_ingestion(server: ServerProcess, ingester: Ingester, requests: list[tup
     return result
 
 
+def cpu_by_role(server: ServerProcess, tasks: list[str]) -> dict[str, float]:
+    """CPU seconds (user + system) so far of each server process by role, and of this process."""
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu: dict[str, float] = Counter()
+    for pid, role in server.roles(tasks).items():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        cpu[role] += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu["benchmark (clients)"] = usage.ru_utime + usage.ru_stime
+    cpu[WALL] = time.perf_counter()
+    return dict(cpu)
+
+
+def add_cpu(total: dict[str, float], before: dict[str, float], after: dict[str, float]) -> None:
+    for role, seconds in after.items():
+        total[role] = total.get(role, 0.0) + seconds - before.get(role, seconds)
+
+
 def merge(total: LoadResult, part: LoadResult) -> None:
     total.seconds += part.seconds
     total.latencies_s.extend(part.latencies_s)
@@ -115,7 +140,7 @@ def merge(total: LoadResult, part: LoadResult) -> None:
 
 
 def report(alone: LoadResult, loaded: LoadResult, ingester: Ingester, seen: dict[int, float],
-           seconds: float, server_lag: dict[str, float | None]) -> dict:
+           seconds: float, server_lag: dict[str, float | None], cpu: dict[str, dict[str, float]]) -> dict:
     lags = np.array([seen[s] - t for s, t in ingester.sent.items() if s in seen]) * 1000
     rows = sum(ingester.statuses.values()) * ingester.batch_rows
     ratio = loaded.throughput / max(alone.throughput, 1e-9)
@@ -126,7 +151,9 @@ def report(alone: LoadResult, loaded: LoadResult, ingester: Ingester, seen: dict
                           "never_visible": len(ingester.sent) - len(lags)},
                "lag_ms": {q: round(float(np.percentile(lags, p)), 1) if len(lags) else None
                           for q, p in (("p50", 50), ("p99", 99), ("max", 100))},
-               "server_lag_seconds_mean": server_lag}
+               "server_lag_seconds_mean": server_lag,
+               "cpu_cores": {phase: {role: round(s / max(c[WALL], 1e-9), 3) for role, s in sorted(c.items())
+                                     if role != WALL} for phase, c in cpu.items()}}
     print(f"{'traffic':18s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} {'errors':>6s}")
     for name, result in (("mixed", alone), ("mixed + ingestion", loaded)):
         s = result.summary()
@@ -135,6 +162,10 @@ def report(alone: LoadResult, loaded: LoadResult, ingester: Ingester, seen: dict
     print(f"\ningested {summary['ingest']['rows_per_second']} rows/s; throughput with / without ingestion "
           f"{ratio:.3f} (target >= 0.90); ingest-to-visible lag p50 {summary['lag_ms']['p50']} ms, "
           f"p99 {summary['lag_ms']['p99']} ms (target < 1000 ms)")
+    alone_cpu, loaded_cpu = summary["cpu_cores"].values()
+    print(f"\n{'CPU (cores)':24s} {'alone':>7s} {'+ingest':>7s}")
+    for role in sorted(set(alone_cpu) | set(loaded_cpu)):
+        print(f"{role:24s} {alone_cpu.get(role, 0.0):7.3f} {loaded_cpu.get(role, 0.0):7.3f}")
     return summary
 
 
@@ -166,21 +197,37 @@ def main(argv: list[str] | None = None) -> int:
             alone, loaded = LoadResult(args.clients, 0.0), LoadResult(args.clients, 0.0)
             ingester = Ingester(server.url, snapshot, args.rows_per_second, args.batch_rows)
             seen: dict[int, float] = {}
+            tasks = [b.task for b in bundles]
+            cpu: dict[str, dict[str, float]] = {"alone": {}, "with_ingestion": {}}
             before = scrape(server.url)
             for round_ in range(args.rounds):
                 print(f"round {round_ + 1}/{args.rounds}: mixed traffic alone, then with ingestion ...",
                       file=sys.stderr, flush=True)
-                merge(alone, run_requests(server.url, requests, args.clients, args.seconds, warmup_s=0.0))
-                merge(loaded, with_ingestion(server, ingester, requests, args, seen))
+                start = cpu_by_role(server, tasks)
+                alone_round = run_requests(server.url, requests, args.clients, args.seconds, warmup_s=0.0)
+                middle = cpu_by_role(server, tasks)
+                loaded_round = with_ingestion(server, ingester, requests, args, seen)
+                print(f"  {alone_round.throughput:.1f} req/s alone, {loaded_round.throughput:.1f} ingesting",
+                      file=sys.stderr, flush=True)
+                merge(alone, alone_round)
+                merge(loaded, loaded_round)
+                add_cpu(cpu["alone"], start, middle)
+                add_cpu(cpu["with_ingestion"], middle, cpu_by_role(server, tasks))
             after = scrape(server.url)
-    server_lag = {}
+    def delta(name: str, task: str) -> float:
+        return value(after, name, task=task) - value(before, name, task=task)
+
+    server_lag: dict[str, float | None] = {}
     for b in bundles:
-        count = (value(after, "relserve_ingest_visible_lag_seconds_count", task=b.task)
-                 - value(before, "relserve_ingest_visible_lag_seconds_count", task=b.task))
-        total = (value(after, "relserve_ingest_visible_lag_seconds_sum", task=b.task)
-                 - value(before, "relserve_ingest_visible_lag_seconds_sum", task=b.task))
+        count = delta("relserve_ingest_visible_lag_seconds_count", b.task)
+        total = delta("relserve_ingest_visible_lag_seconds_sum", b.task)
         server_lag[b.task] = round(total / count, 4) if count else None
-    summary = report(alone, loaded, ingester, seen, args.seconds * args.rounds, server_lag)
+        refreshes = delta("relserve_article_key_refresh_seconds_count", b.task)
+        if refreshes:
+            server_lag[f"{b.task} key refreshes"] = refreshes
+            server_lag[f"{b.task} key refresh mean s"] = round(
+                delta("relserve_article_key_refresh_seconds_sum", b.task) / refreshes, 4)
+    summary = report(alone, loaded, ingester, seen, args.seconds * args.rounds, server_lag, cpu)
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
     return 0

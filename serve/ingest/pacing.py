@@ -7,9 +7,13 @@ it: the purchase worker recomputes the keys of the whole catalogue per step, and
 rebuilds the whole delta, whose cost grows with it. :class:`Pacer` spaces the steps instead: after a
 step that cost ``c`` CPU seconds (measured on the follower thread), the next one waits
 ``c * (1 - share) / share``, so stepping takes at most ``share`` of one core whatever the machine,
-the catalogue or the delta size. Batches that arrive meanwhile stay in the log and are applied
-together at the next step (one rebuild, one key refresh), so the work per batch falls as the
-stream gets denser, and the lag a batch sees is at most about one pause plus one step.
+the catalogue or the delta size. ``c`` is the median of the last few working steps: one slow step
+(a first refresh touching cold memory, a collection) does not stall the follower for 1/share
+times its cost, while a lasting change (a growing delta) is followed within a few steps.
+
+Batches that arrive meanwhile stay in the log and are applied together at the next step (one
+rebuild, one key refresh), so the work per batch falls as the stream gets denser, and the lag a
+batch sees is at most about one pause plus two steps (the one under way, then its own).
 
 A step after an idle spell is not delayed (the pause has passed): a lone batch is applied, keyed
 and reported within a poll, which ``?sync=true`` on a quiet server relies on.
@@ -17,8 +21,12 @@ and reported within a poll, which ``?sync=true`` on a quiet server relies on.
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections import deque
 from dataclasses import dataclass, field
+
+RECENT_STEPS = 5  # working steps whose median cost sets the pause
 
 
 @dataclass
@@ -33,7 +41,7 @@ class Pacer:
 
     share: float = 0.1
     poll_s: float = 0.05
-    last_cost_s: float = field(default=0.0, init=False)
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_STEPS), init=False)
 
     def __post_init__(self) -> None:
         if not 0 < self.share <= 1:
@@ -47,9 +55,11 @@ class Pacer:
             worked: whether it applied batches or refreshed (a step that found nothing new waits
                 ``poll_s``, or longer if even looking was expensive).
         """
-        self.last_cost_s = max(0.0, cost_s)
-        rest = self.last_cost_s * (1.0 - self.share) / self.share
-        return rest if worked else max(self.poll_s, rest)
+        cost_s = max(0.0, cost_s)
+        if not worked:
+            return max(self.poll_s, cost_s * (1.0 - self.share) / self.share)
+        self.recent.append(cost_s)
+        return statistics.median(self.recent) * (1.0 - self.share) / self.share
 
 
 class StepClock:

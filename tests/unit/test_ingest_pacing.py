@@ -36,6 +36,10 @@ def test_the_pause_keeps_the_share_and_idle_polls_stay_short() -> None:
     assert pacer.pause(0.1, worked=True) == pytest.approx(0.3)  # 0.1 s of work in every 0.4 s
     assert pacer.pause(0.001, worked=False) == 0.05
     assert pacer.pause(0.1, worked=False) == pytest.approx(0.3)  # even looking cost that much
+    assert pacer.pause(0.1, worked=True) == pytest.approx(0.3)
+    assert pacer.pause(5.0, worked=True) == pytest.approx(0.3)  # one slow step: the median holds
+    assert pacer.pause(0.3, worked=True) == pytest.approx(0.6)  # median of 0.1, 0.1, 5, 0.3: 0.2
+    assert pacer.pause(0.3, worked=True) == pytest.approx(0.9)  # a lasting change is followed
     assert Pacer(share=1.0).pause(0.5, worked=True) == 0.0  # unpaced: step again at once
     with pytest.raises(ValueError, match="share"):
         Pacer(share=0.0)
