@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 WAL = "wal"
 CLOCKS = ("data", "wall")
 WAL_DIR = "wal"
-DEFAULT_CPU_SHARE = 0.2
+DEFAULT_FOLLOW_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class IngestConfig:
             tomorrow, UTC, when that is later: seed-time features age on days without sales).
         compact_every_s: fold the log into a new snapshot version this often (``None``: never; use
             ``python -m training.compact``).
-        cpu_share: largest share of one core each worker spends following the log (applying
+        follow_share: largest share of its time each worker spends following the log (applying
             batches, recomputing the purchase article keys); batches arriving meanwhile are applied
             together (:mod:`serve.ingest.pacing`). Lower: less taken from answers, longer lag.
     """
@@ -57,7 +57,7 @@ class IngestConfig:
     file_poll_s: float = 1.0
     clock: str = "data"
     compact_every_s: float | None = None
-    cpu_share: float = DEFAULT_CPU_SHARE
+    follow_share: float = DEFAULT_FOLLOW_SHARE
 
     def __post_init__(self) -> None:
         checks = [
@@ -75,8 +75,8 @@ class IngestConfig:
             (self.compact_every_s is None
              or (math.isfinite(self.compact_every_s) and self.compact_every_s >= 1),
              "--compact-every must be at least 1 s"),
-            (math.isfinite(self.cpu_share) and 0.01 <= self.cpu_share <= 1,
-             "--ingest-cpu-share must be in 0.01..1"),
+            (math.isfinite(self.follow_share) and 0.01 <= self.follow_share <= 1,
+             "--ingest-share must be in 0.01..1"),
         ]
         for ok, message in checks:
             if not ok:
@@ -116,8 +116,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--clock", default=d.clock, choices=CLOCKS,
                        help="seed day of answers: the day after the latest transaction (data), or "
                             "tomorrow UTC when later (wall)")
-    group.add_argument("--ingest-cpu-share", type=float, default=d.cpu_share, metavar="F",
-                       help="largest share of one core each worker spends applying the log and "
+    group.add_argument("--ingest-share", type=float, default=d.follow_share, metavar="F",
+                       help="largest share of its time each worker spends applying the log and "
                             "recomputing purchase article keys; batches arriving meanwhile are applied "
                             "together (lower: more throughput, longer ingest-to-visible lag)")
     group.add_argument("--compact-every", type=float, default=None, metavar="S",
@@ -132,9 +132,9 @@ def from_args(args: argparse.Namespace) -> IngestConfig | None:
     """
     if args.state_dir is None:
         defaults = (args.ingest_dir is None, args.ingest_log == WAL, args.clock == "data",
-                    args.compact_every is None, args.ingest_cpu_share == DEFAULT_CPU_SHARE)
+                    args.compact_every is None, args.ingest_share == DEFAULT_FOLLOW_SHARE)
         if not all(defaults):
-            raise ValueError("--ingest-dir, --ingest-log, --clock, --compact-every and --ingest-cpu-share "
+            raise ValueError("--ingest-dir, --ingest-log, --clock, --compact-every and --ingest-share "
                              "need --state-dir")
         return None
     if args.state_dir.exists() and not args.state_dir.is_dir():
@@ -143,4 +143,4 @@ def from_args(args: argparse.Namespace) -> IngestConfig | None:
                         lateness_days=args.ingest_lateness_days, max_rows=args.ingest_max_rows,
                         max_bytes=args.ingest_max_bytes, sync_timeout_s=args.sync_timeout,
                         poll_s=args.ingest_poll, clock=args.clock, compact_every_s=args.compact_every,
-                        cpu_share=args.ingest_cpu_share)
+                        follow_share=args.ingest_share)

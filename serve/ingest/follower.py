@@ -10,10 +10,10 @@ stale; answering never waits on it), then reports the graph's sequence
 article keys included, which is what ``?sync=true`` waits for. Apply, refresh and report are one
 step, so the reported sequence, the graph and the keys always move together.
 
-Steps are paced (:class:`serve.ingest.pacing.Pacer`): after a step that cost ``c`` CPU seconds the
-next waits ``c * (1 - cpu_share) / cpu_share``, so following the log takes at most ``cpu_share`` of
-one core; batches arriving meanwhile are applied together at the next step, with one rebuild and
-one key refresh.
+Steps are paced (:class:`serve.ingest.pacing.Pacer`): after a step that took ``c`` seconds the next
+waits ``c * (1 - follow_share) / follow_share``, so the follower, which shares the worker's GIL with the
+thread answering requests, runs at most ``follow_share`` of the time; batches arriving meanwhile are
+applied together at the next step, with one rebuild and one key refresh.
 
 Compaction (``python -m training.compact``, or ``--compact-every``) writes a new snapshot version and
 moves the state directory's ``current`` pointer (:mod:`models.store.versions`). The follower sees the
@@ -62,14 +62,14 @@ class Follower:
             the graph's base is kept).
         lease: the lease held on the graph's base version, released when switching away.
         switch: receives the live graph over a new version, to serve from then on.
-        cpu_share: largest share of one core the follower thread's steps take (see
+        follow_share: largest share of the time the follower's steps take (see
             :class:`serve.ingest.pacing.Pacer`; ``1``: step whenever something is new).
     """
 
     def __init__(self, log: Log, graph: LiveGraph, progress: ProgressFile, metrics: FollowerMetrics,
                  poll_s: float = 0.05, refresh: Callable[[], bool] | None = None,
                  versions: tuple[Path, Path] | None = None, lease: Lease | None = None,
-                 switch: Callable[[LiveGraph], None] | None = None, cpu_share: float = 1.0) -> None:
+                 switch: Callable[[LiveGraph], None] | None = None, follow_share: float = 1.0) -> None:
         self.log = log
         self.graph = graph
         self.versions = versions
@@ -79,7 +79,7 @@ class Follower:
         self.metrics = metrics
         self.poll_s = poll_s
         self.refresh = refresh
-        self.pacer = Pacer(cpu_share, poll_s)
+        self.pacer = Pacer(follow_share, poll_s)
         self._clock = StepClock()
         self._worked = False  # the last step applied, switched or refreshed
         self._stop = threading.Event()
@@ -133,7 +133,7 @@ class Follower:
         artifacts, state_dir = self.versions
         if current_snapshot_dir(artifacts, state_dir).resolve() == Path(self.graph.base.directory).resolve():
             return False
-        started = time.thread_time()
+        started = time.perf_counter()
         base, lease = open_current(artifacts, state_dir)
         graph = LiveGraph(base, clock=self.graph.clock)
         while self._apply(graph):
@@ -144,7 +144,7 @@ class Follower:
         if previous is not None:
             previous.release()
         self.metrics.switched()
-        self._clock.exclude(time.thread_time() - started)
+        self._clock.exclude(time.perf_counter() - started)
         log.info("worker %s: now serving snapshot version %s (log sequence %d)", self.progress.task,
                  base.directory.name, base.sequence)
         return True
@@ -193,6 +193,6 @@ def open_follower(config: IngestConfig, task: str, artifacts: Path) -> Follower:
     graph = LiveGraph(base, clock=wall_clock if config.clock == "wall" else None)
     follower = Follower(config.open_log(), graph, ProgressFile(config.state_dir, task), FollowerMetrics(task),
                         config.poll_s, versions=(Path(artifacts), config.state_dir), lease=lease,
-                        cpu_share=config.cpu_share)
+                        follow_share=config.follow_share)
     follower.catch_up()
     return follower

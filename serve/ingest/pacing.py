@@ -1,15 +1,17 @@
-"""How often a worker's follower works: a bound on the CPU share of applying the log.
+"""How often a worker's follower works: a bound on the share of the worker's time it takes.
 
 Each follower step that does something (read new batches, apply them with one rebuild of the delta,
-recompute the purchase article keys) costs CPU that the worker's answers then lack. Under a steady
-stream of batches a follower that stepped whenever something was new would spend most of a core on
-it: the purchase worker recomputes the keys of the whole catalogue per step, and applying a batch
-rebuilds the whole delta, whose cost grows with it. :class:`Pacer` spaces the steps instead: after a
-step that cost ``c`` CPU seconds (measured on the follower thread), the next one waits
-``c * (1 - share) / share``, so stepping takes at most ``share`` of one core whatever the machine,
-the catalogue or the delta size. ``c`` is the median of the last few working steps: one slow step
-(a first refresh touching cold memory, a collection) does not stall the follower for 1/share
-times its cost, while a lasting change (a growing delta) is followed within a few steps.
+recompute the purchase article keys) takes time from the worker's answers: the follower thread and
+the thread answering requests share the worker's GIL, so while a step runs the worker answers about
+half as fast (measured on the demo), whatever the cores. Under a steady stream of batches a follower
+that stepped whenever something was new would be busy most of the time: the purchase worker
+recomputes the keys of the whole catalogue per step, and applying a batch rebuilds the whole delta,
+whose cost grows with it. :class:`Pacer` spaces the steps instead: after a step that took ``c``
+seconds, the next one waits ``c * (1 - share) / share``, so steps run at most ``share`` of the time
+whatever the machine, its load, the catalogue or the delta size. ``c`` is the median of the last
+few working steps: one slow step (a first refresh touching cold memory, a collection) does not
+stall the follower for 1/share times its cost, while a lasting change (a growing delta) is
+followed within a few steps.
 
 Batches that arrive meanwhile stay in the log and are applied together at the next step (one
 rebuild, one key refresh), so the work per batch falls as the stream gets denser, and the lag a
@@ -34,7 +36,7 @@ class Pacer:
     """Spaces a follower's steps (see the module docstring).
 
     Args:
-        share: the largest share of one core the steps may take, in ``(0, 1]`` (``1``: no pause
+        share: the largest share of the time the steps may take, in ``(0, 1]`` (``1``: no pause
             after work, step again as soon as something is new).
         poll_s: pause after a step that found nothing new.
     """
@@ -45,13 +47,13 @@ class Pacer:
 
     def __post_init__(self) -> None:
         if not 0 < self.share <= 1:
-            raise ValueError(f"the follower's CPU share must be in (0, 1], got {self.share}")
+            raise ValueError(f"the follower's share must be in (0, 1], got {self.share}")
 
     def pause(self, cost_s: float, worked: bool) -> float:
         """Seconds to wait before the next step.
 
         Args:
-            cost_s: CPU seconds the step just finished took (what counts against the share).
+            cost_s: seconds the step just finished took (what counts against the share).
             worked: whether it applied batches or refreshed (a step that found nothing new waits
                 ``poll_s``, or longer if even looking was expensive).
         """
@@ -63,13 +65,14 @@ class Pacer:
 
 
 class StepClock:
-    """CPU seconds of the calling thread between :meth:`start` and :meth:`stop`, less any time
-    excluded meanwhile (a switch to a compacted snapshot version, a rare event the share is not
-    about: a pause after it would hold back the batches behind it for many seconds).
+    """Wall seconds between :meth:`start` and :meth:`stop`, less any time excluded meanwhile (a
+    switch to a compacted snapshot version, a rare event the share is not about: a pause after it
+    would hold back the batches behind it for many seconds).
 
-    Thread CPU time, not wall time: on a shared machine the wall time of a step is inflated by
-    others' work, which would lengthen the pauses (and the lag) without the step costing more.
-    Torch intra-op work on other threads (a worker with more than one torch thread) is not counted.
+    Wall time, not the thread's CPU time: the worker's answers are slowed for as long as the step
+    holds or contends for the GIL, which on a loaded machine is much longer than its CPU time (a
+    demo key refresh: ~60 ms of CPU, 120-500 ms of wall time beside a busy serving thread); it also
+    counts torch's intra-op threads.
     """
 
     def __init__(self) -> None:
@@ -77,11 +80,11 @@ class StepClock:
         self._excluded = 0.0
 
     def start(self) -> None:
-        self._started = time.thread_time()
+        self._started = time.perf_counter()
         self._excluded = 0.0
 
     def exclude(self, seconds: float) -> None:
         self._excluded += seconds
 
     def stop(self) -> float:
-        return max(0.0, time.thread_time() - self._started - self._excluded)
+        return max(0.0, time.perf_counter() - self._started - self._excluded)

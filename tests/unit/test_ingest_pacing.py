@@ -1,4 +1,4 @@
-"""Pacing of a worker's follower: its steps take a bounded CPU share, batches arriving meanwhile are
+"""Pacing of a worker's follower: its steps take a bounded share of the time, batches arriving meanwhile are
 applied together with one refresh, and a worker still reports only what it serves, keys included."""
 
 from __future__ import annotations
@@ -45,18 +45,17 @@ def test_the_pause_keeps_the_share_and_idle_polls_stay_short() -> None:
         Pacer(share=0.0)
 
 
-def test_the_step_clock_counts_cpu_and_leaves_out_what_is_excluded() -> None:
+def test_the_step_clock_counts_wall_time_less_what_is_excluded() -> None:
     clock = StepClock()
     clock.start()
-    burn(0.03)
-    time.sleep(0.05)  # waiting costs no CPU
+    time.sleep(0.05)  # a step that waits for the GIL or a core still holds the worker back
     clock.exclude(0.02)
-    assert 0.005 <= clock.stop() < 0.03
+    assert 0.025 <= clock.stop() < 0.5
 
 
 def test_a_stream_of_batches_is_applied_in_few_steps_and_reported_only_once_keyed(
         tmp_path: Path, snapshot: GraphSnapshot) -> None:
-    config = IngestConfig(state_dir=tmp_path / "state", poll_s=0.01, cpu_share=0.1)
+    config = IngestConfig(state_dir=tmp_path / "state", poll_s=0.01, follow_share=0.1)
     writer = open_ingestor(config, snapshot.directory)
     follower = open_follower(config, "purchase", snapshot.directory.parent)
     registry = CollectorRegistry()
