@@ -148,7 +148,6 @@ class TaskInference(ServingGraph):
         self.ladders = self._ladders(max_batch_size, batch_sizes) if compile == "buckets" else {}
         self.predictor = Predictor(self.model, self.compile_config, list(self.ladders.values()), self.device,
                                    seed_types=(self.entity_type,))
-        self.key_forward = self._key_forward(compile, snapshot)
         self.bundle_dir = bundle_dir
         self.cache_dir = cache_dir
         self.article_keys: Tensor | None = None  # the last keys refreshed
@@ -173,15 +172,6 @@ class TaskInference(ServingGraph):
         ladder = fitted_ladder(self.current(), self.sampler, self.entity_type, max_batch_size,
                                sizes=batch_sizes)
         return {self.entity_type: ladder}
-
-    def _key_forward(self, compile: str, graph: Any) -> Callable[[ModelInputs], Tensor]:
-        """The forward that computes purchase article keys: compiled with dynamic shapes (chunks
-        differ in tree size; no padding) when the graph is live and the server compiles, since the
-        follower then recomputes them as batches arrive (about 30 % less CPU than eager, and far
-        fewer operator calls contending for the worker's GIL); eager otherwise (computed once)."""
-        if compile == "none" or not self.spec.ranks or getattr(graph, "view", None) is None:
-            return self.model
-        return Predictor(self.model, CompileConfig("dynamic"), None, self.device, seed_types=(ARTICLE,))
 
     def warm_up(self) -> WarmupReport:
         """Load the compile cache, compile and run every bucket once, precompute article keys."""

@@ -62,7 +62,7 @@ def graph_version(graph: Any) -> tuple[Any, int, int]:
 
 class ServingGraph:
     """The graph and article-key methods of :class:`models.runtime.inference.TaskInference` (which
-    sets ``_serving``, ``spec``, ``model``, ``key_forward``, ``sampler``, ``device``, ``popularity``,
+    sets ``_serving``, ``spec``, ``model``, ``sampler``, ``device``, ``popularity``,
     ``article_keys``)."""
 
     _serving: Serving
@@ -128,12 +128,12 @@ class ServingGraph:
         popularity = snapshot_popularity(graph, everything, torch.full_like(everything, seed_time))
         version = graph_version(graph)
         self.popularity = {(*version[:2], seed_time): popularity}
-        # Chunks of equal size (within one): never a chunk of one article, a size a compiled
-        # key_forward would compile again for.
+        # Chunks of equal size (within one) of at most ARTICLE_KEY_BATCH: the eager forward's
+        # cost per article is lowest around that size (docs/fresh-graph.md).
         for seeds in everything.tensor_split(max(1, -(-num // ARTICLE_KEY_BATCH))):
             times = torch.full_like(seeds, seed_time)
             sampled = self.sampler.sample(ARTICLE, seeds, times, graph=graph)
             inputs = gather_inputs(graph, sampled).to(self.device)
             prior = popularity[seeds].to(self.device)
-            keys.append(self.model.head.with_prior(self.key_forward(inputs), prior))
+            keys.append(self.model.head.with_prior(self.model(inputs), prior))
         return torch.cat(keys)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 WAL = "wal"
 CLOCKS = ("data", "wall")
 WAL_DIR = "wal"
-DEFAULT_FOLLOW_SHARE = 0.2
+DEFAULT_FOLLOW_SHARE = 1.0  # no pause: the lowest lag; measured throughput no worse (BENCHMARKS.md)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ class IngestConfig:
             ``python -m training.compact``).
         follow_share: largest share of its time each worker spends following the log (applying
             batches, recomputing the purchase article keys); batches arriving meanwhile are applied
-            together (:mod:`serve.ingest.pacing`). Lower: less taken from answers, longer lag.
+            together (:mod:`serve.ingest.pacing`). Lower: less taken from answers, longer lag; ``1``
+            (the default): a step as soon as something is new.
     """
 
     state_dir: Path
@@ -119,7 +120,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ingest-share", type=float, default=d.follow_share, metavar="F",
                        help="largest share of its time each worker spends applying the log and "
                             "recomputing purchase article keys; batches arriving meanwhile are applied "
-                            "together (lower: more throughput, longer ingest-to-visible lag)")
+                            "together (default 1: no pause; lower: less taken from answers, longer "
+                            "ingest-to-visible lag)")
     group.add_argument("--compact-every", type=float, default=None, metavar="S",
                        help="fold the log into a new snapshot version every S seconds (default: never)")
 
