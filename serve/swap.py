@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import threading
 import time
 import weakref
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from serve.compiled_regions import ForwardGate, allow_swaps, evict_region, return_free_memory
+from serve.gil import FAST_SWITCHING
 from serve.guard import Verdict, judge
 from serve.model_control import ModelControl, Order, WorkerState, log, log_to_stderr
 from serve.model_load import Refused, Served, load_version
@@ -37,10 +37,6 @@ from serve.repository import ModelVersion, RepositoryError, find_version, task_v
 VERSION_HEADER = "X-Model-Version"  # on every prediction answer: the version that computed it
 ORDER_POLL_S = 0.25  # how often a worker looks for a new order: one small file read
 RELEASE_TIMEOUT_S = 60.0  # the old model's last batch has long finished by then
-# While a version loads, the GIL changes hands every 0.2 ms instead of 5: Dynamo's tracing is pure
-# Python, and the batch loop's sampling between two forwards otherwise crawls (a stalled batch
-# went from about 1 s to 0.55 s while a demo bundle compiled beside it).
-LOADING_SWITCH_INTERVAL_S = 0.0002
 
 
 @dataclass(frozen=True)
@@ -174,15 +170,15 @@ class ModelSlot:
             self._report(order=order.id, outcome="serving", reason=None)
             return
         self._report(loading=order.version, loading_since=time.time())
-        started, switch_interval = time.perf_counter(), sys.getswitchinterval()
-        sys.setswitchinterval(LOADING_SWITCH_INTERVAL_S)
+        started = time.perf_counter()
         try:
-            artifacts = Path(self.settings.artifacts)
-            version = find_version(artifacts, self.task, order.version)
-            if version is None:
-                raise Refused("load", f"no version {order.version} in {artifacts / self.task}")
-            served, region = load_version(self.load, self.gate, version, self.api.inference.snapshot,
-                                          order.force)
+            with FAST_SWITCHING:  # Dynamo's tracing is pure Python: see serve.gil
+                artifacts = Path(self.settings.artifacts)
+                version = find_version(artifacts, self.task, order.version)
+                if version is None:
+                    raise Refused("load", f"no version {order.version} in {artifacts / self.task}")
+                served, region = load_version(self.load, self.gate, version, self.api.inference.snapshot,
+                                              order.force)
         except (Refused, RepositoryError) as e:
             reason = getattr(e, "reason", "load")
             self.metrics.refused(reason)
@@ -191,8 +187,6 @@ class ModelSlot:
             log.warning("worker %s (%s): version %d refused (%s), version %d keeps serving: %s", os.getpid(),
                         self.task, order.version, reason, self.api.served.version, e)
             return
-        finally:
-            sys.setswitchinterval(switch_interval)
         seconds = time.perf_counter() - started
         released, model_class, old_region, old_version = self._switch(served, region)
         self.metrics.swapped(seconds)

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from models.store.live import BatchError, LiveGraph, wall_clock
 from models.store.versions import Lease, current_snapshot_dir, open_current
+from serve.gil import FAST_SWITCHING
 from serve.ingest.config import IngestConfig
 from serve.ingest.log import Log, LogError, check_order
 from serve.ingest.metrics import FollowerMetrics
@@ -173,7 +174,8 @@ class Follower:
         while not self._stop.wait(pause):
             self._clock.start()
             try:
-                self.step()
+                with FAST_SWITCHING:  # applying and refreshing are pure Python between torch ops
+                    self.step()
                 pause = self.pacer.pause(self._clock.stop(), self._worked)
             except LogError as e:
                 log.warning("worker %s: cannot read the ingestion log (%s); retrying in %.0f s",
