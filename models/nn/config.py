@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+AGGREGATIONS = ("mean", "sum", "max", "std")
+
 
 @dataclass
 class ModelConfig:
@@ -13,7 +15,9 @@ class ModelConfig:
     Args:
         hidden: width of every node representation.
         num_layers: number of hetero SAGE layers; matches the sampler's number of hops.
-        aggregation: neighbour aggregation of each ``SAGEConv`` (``"mean"``, ``"sum"``, ``"max"``).
+        aggregation: neighbour aggregation of each ``SAGEConv``: one of ``"mean"``, ``"sum"``,
+            ``"max"``, ``"std"``, or several joined by ``+`` (``"sum+mean+max+std"``: PNA-style, the
+            aggregates concatenated, so degree and spread are visible to the next layer).
         time_channels: sinusoidal channels of the temporal encoding of ``seed time - node time``.
         time_period_days: longest period of the temporal encoding; periods run geometrically from
             one day up to it.
@@ -22,6 +26,8 @@ class ModelConfig:
         embedding_dim: output width of the purchase two-tower projections (the dot-product space).
         trim: compute each layer only for the rows later layers read (seeds in the last layer,
             seeds and hop-1 nodes before it); exact, and saves most of the dense work.
+        log_target: the sales head learns and serves in ``log1p`` space (see
+            :class:`models.nn.heads.SalesHead`); ``False`` for bundles written before it existed.
     """
 
     hidden: int = 128
@@ -33,12 +39,15 @@ class ModelConfig:
     head_hidden: int = 128
     embedding_dim: int = 128
     trim: bool = True
+    log_target: bool = False
 
     def __post_init__(self) -> None:
         if self.hidden <= 0 or self.num_layers <= 0 or self.embedding_dim <= 0:
             raise ValueError("hidden, num_layers and embedding_dim must be positive")
-        if self.aggregation not in ("mean", "sum", "max"):
-            raise ValueError(f"unknown aggregation {self.aggregation!r}; use mean, sum or max")
+        parts = self.aggregation.split("+")
+        if not all(part in AGGREGATIONS for part in parts) or len(set(parts)) != len(parts):
+            raise ValueError(f"unknown aggregation {self.aggregation!r}; use one of "
+                             f"{', '.join(AGGREGATIONS)} or several joined by +")
         if self.time_channels <= 0 or self.time_channels % 2:
             raise ValueError("time_channels must be a positive even number (sin and cos pairs)")
         if not 0.0 <= self.dropout < 1.0:

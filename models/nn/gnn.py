@@ -28,7 +28,7 @@ class HeteroGraphSAGE(nn.Module):
         edge_types: ``(src, rel, dst)`` edge types.
         hidden: width.
         num_layers: number of layers.
-        aggregation: ``SAGEConv`` neighbour aggregation.
+        aggregation: ``SAGEConv`` neighbour aggregation, or several joined by ``+`` (concatenated).
         dropout: dropout after each layer.
         trim: skip rows no later layer reads.
     """
@@ -37,8 +37,9 @@ class HeteroGraphSAGE(nn.Module):
                  aggregation: str = "mean", dropout: float = 0.0, trim: bool = True) -> None:
         super().__init__()
         self.edge_types = list(edge_types)
+        aggr = aggregation.split("+") if "+" in aggregation else aggregation
         self.convs = nn.ModuleList(
-            HeteroConv({e: SAGEConv(hidden, hidden, aggr=aggregation) for e in edge_types}, aggr="sum")
+            HeteroConv({e: SAGEConv(hidden, hidden, aggr=aggr) for e in edge_types}, aggr="sum")
             for _ in range(num_layers))
         self.norms = nn.ModuleList(
             nn.ModuleDict({t: nn.LayerNorm(hidden) for t in node_types}) for _ in range(num_layers))

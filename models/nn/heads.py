@@ -73,16 +73,27 @@ class SalesHead(nn.Module):
     by a gate in ``(0, 2)`` from its embedding: how much of its recent sales carries over is not
     one ratio for every article (a new line ramps up, a seasonal one falls away).
 
+    With ``log_target`` the head learns ``log1p(target / scale)`` instead, still with L1, and
+    serves ``expm1`` of its output: the L1 minimiser is the conditional median, and a median
+    commutes with a monotone map, so the head aims at the same quantity while its function
+    class becomes multiplicative. The recent weekly sales then enter as ``log1p`` too, so an
+    article with a spiky history (weeks of 0.5 and weeks of 160 times the typical sale) is not
+    extrapolated linearly from its largest weeks, and every article's L1 gradient on the
+    carry-over weights is bounded instead of growing with its sales (docs/decisions.md, "Sales in
+    log space").
+
     Args:
         hidden: embedding width.
         head_hidden: MLP width (``0``: linear).
+        log_target: learn and serve in ``log1p`` space (see above).
     """
 
     seed_types = (ARTICLE,)
     reads_seed_features = True  # forward also takes the seeds' numeric features (see TaskModel)
 
-    def __init__(self, hidden: int, head_hidden: int) -> None:
+    def __init__(self, hidden: int, head_hidden: int, log_target: bool = False) -> None:
         super().__init__()
+        self.log_target = log_target
         self.mlp = _mlp(hidden, head_hidden, 1)
         self.recent = nn.Linear(len(WINDOWS_DAYS), 1, bias=False)
         nn.init.zeros_(self.recent.weight)
@@ -100,16 +111,23 @@ class SalesHead(nn.Module):
         if features is not None and features.shape[1] >= NUM_TEMPORAL:
             weekly = window_spend(features[:, features.shape[1] - NUM_TEMPORAL:]) * self.per_week
             gate = 2.0 * torch.sigmoid(self.carry_over(emb)).squeeze(-1)
-            out = out + gate * self.recent(weekly * self.spend_unit).squeeze(-1)
+            rate = weekly * self.spend_unit
+            if self.log_target:
+                rate = torch.log1p(rate.clamp(min=0.0))
+            out = out + gate * self.recent(rate).squeeze(-1)
         return out
 
     def predict(self, output: Tensor) -> Tensor:
         """``(S,)`` predicted sales, ``>= 0``."""
-        return output.clamp(min=0.0) * self.scale
+        value = output.clamp(min=0.0)
+        return (torch.expm1(value) if self.log_target else value) * self.scale
 
     def loss(self, output: Tensor, target: Tensor, weight: Tensor) -> Tensor:
-        """Weighted L1 to the ``(S,)`` target, in units of ``scale``."""
-        return _weighted_mean((output - target / self.scale).abs(), weight)
+        """Weighted L1 to the ``(S,)`` target, in units of ``scale`` (``log1p`` of it with ``log_target``)."""
+        target = target / self.scale
+        if self.log_target:
+            target = torch.log1p(target)
+        return _weighted_mean((output - target).abs(), weight)
 
 
 class PurchaseHead(nn.Module):

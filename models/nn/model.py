@@ -6,7 +6,7 @@ from torch import Tensor, nn
 
 from models.nn.config import ModelConfig
 from models.nn.gnn import RelationalGNN
-from models.nn.heads import PurchaseHead
+from models.nn.heads import PurchaseHead, SalesHead
 from models.nn.inputs import ModelInputs, PurchaseExtras, TableSpec
 from models.registry import task_spec
 from models.schema import ARTICLE, EDGE_TYPES, EdgeType
@@ -32,6 +32,8 @@ class TaskModel(nn.Module):
         if head_cls is PurchaseHead:
             cards = specs[ARTICLE].cardinalities
             self.head = PurchaseHead(self.config.hidden, self.config.embedding_dim, cards)
+        elif head_cls is SalesHead:
+            self.head = SalesHead(self.config.hidden, self.config.head_hidden, self.config.log_target)
         else:
             self.head = head_cls(self.config.hidden, self.config.head_hidden)
 

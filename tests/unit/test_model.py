@@ -177,6 +177,31 @@ def test_heads_outputs_are_in_range() -> None:
     assert ((probs > 0) & (probs < 1)).all()
 
 
+@pytest.mark.parametrize("config", [{"log_target": True}, {"aggregation": "sum+mean+max+std"}])
+def test_variants_pad_and_trim_exactly(config: dict) -> None:
+    model, full = _model("sales", **config), _model("sales", trim=False, **config)
+    full.load_state_dict(model.state_dict())
+    ladder = tree_ladder("article", 16)
+    gen = torch.Generator().manual_seed(2)
+    for num_seeds, fill in [(1, 0.3), (5, 0.9), (3, 0.0)]:
+        inputs = gather_inputs(TABLES, random_batch(TABLES, "article", num_seeds, fill=fill, generator=gen))
+        padded = pad_inputs(inputs, ladder.choose(inputs))
+        with torch.no_grad():
+            expected = model(inputs)
+            torch.testing.assert_close(model(padded)[:num_seeds], expected, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(full(inputs), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_log_target_sales_head_learns_log1p_and_serves_sales() -> None:
+    head = _model("sales", log_target=True).head
+    head.scale.fill_(2.0)
+    target = torch.tensor([0.0, 1.0, 30.0])
+    output = torch.log1p(target / 2.0)
+    assert float(head.loss(output, target, torch.ones(3))) < 1e-6
+    torch.testing.assert_close(head.predict(output), target)
+    assert (head.predict(torch.tensor([-3.0, -0.1])) == 0).all()
+
+
 def test_config_round_trip_and_validation() -> None:
     config = ModelConfig(hidden=64, dropout=0.1)
     assert ModelConfig.from_dict(config.to_dict()) == config
@@ -184,5 +209,8 @@ def test_config_round_trip_and_validation() -> None:
         ModelConfig.from_dict({"hiden": 3})
     with pytest.raises(ValueError, match="aggregation"):
         ModelConfig(aggregation="median")
+    with pytest.raises(ValueError, match="aggregation"):
+        ModelConfig(aggregation="sum+sum")
+    assert ModelConfig.from_dict({"hidden": 8}).log_target is False  # bundles written before log_target
     with pytest.raises(ValueError, match="unknown task"):
         TaskModel("returns", SPECS)

@@ -52,6 +52,8 @@ class TaskRecipe:
         patience: epochs without a better validation score before training stops.
         per_day: most edges per (node, day) the sampler considers (``0``: no limit); see
             :class:`models.graph.sampler.SamplerConfig`.
+        log_target: the sales head learns ``log1p`` of its target (see
+            :class:`models.nn.heads.SalesHead`; docs/decisions.md, "Sales in log space").
     """
 
     fanouts: tuple[int, ...] = (12, 4)
@@ -66,6 +68,7 @@ class TaskRecipe:
     min_steps_per_epoch: int = 30
     patience: int = 3
     per_day: int = 0
+    log_target: bool = True
 
     def batch_size(self, rows: int, largest: int) -> int:
         """Rows per step for a table of ``rows`` rows: ``largest``, or smaller on small data (see
@@ -80,7 +83,8 @@ class TaskRecipe:
 
     def model_config(self) -> ModelConfig:
         return ModelConfig(hidden=self.hidden, head_hidden=self.hidden, embedding_dim=self.hidden,
-                           num_layers=len(self.fanouts), aggregation=self.aggregation)
+                           num_layers=len(self.fanouts), aggregation=self.aggregation,
+                           log_target=self.log_target)
 
 
 RECIPES: Mapping[str, TaskRecipe] = derived(lambda spec: TaskRecipe(**spec.recipe))
@@ -142,6 +146,7 @@ class FitConfig:
     max_steps_per_epoch: int | None = None
     patience: int | None = None
     per_day: int | None = None
+    aggregation: str | None = None
     compile: str = "none"
     seed: int = 0
     batch_size: int = 256
@@ -205,7 +210,7 @@ class FitConfig:
     def recipe(self, task: str) -> TaskRecipe:
         """The task's recipe with this config's overrides applied."""
         names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden", "max_steps_per_epoch", "patience",
-                 "per_day")
+                 "per_day", "aggregation")
         overrides = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         if "max_steps_per_epoch" in overrides:  # the user's number, as given
             overrides["max_growth"] = 1.0
@@ -254,6 +259,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-day", type=int,
                    help=f"most neighbours per node and day the sampler considers, 0: no limit "
                         f"(default: {TaskRecipe.per_day})")
+    p.add_argument("--aggregation",
+                   help="neighbour aggregation per hop: mean, sum, max, std, or several joined by + "
+                        f"(default: {TaskRecipe.aggregation})")
     p.add_argument("--hidden", type=int, help=f"width of the GNN and heads (default: {TaskRecipe.hidden})")
     p.add_argument("--train-strategy", default=d.train_strategy, choices=SAMPLER_STRATEGIES,
                    help="neighbour sampling in training (serving samples the last neighbours)")
@@ -288,7 +296,7 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
             epochs=args.epochs, max_train_cutoffs=args.max_train_cutoffs, lr=args.lr,
             fanouts=tuple(args.fanouts) if args.fanouts else None, hidden=args.hidden,
             max_steps_per_epoch=args.max_steps_per_epoch, patience=args.patience, per_day=args.per_day,
-            compile=args.compile,
+            aggregation=args.aggregation, compile=args.compile,
             seed=args.seed, batch_size=args.batch_size, train_strategy=args.train_strategy,
             weight_decay=args.weight_decay, serve_batch_size=args.serve_batch_size, threads=args.threads,
             time_budget=args.time_budget, eval_batch_size=args.eval_batch_size,
