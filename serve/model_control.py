@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from models.files import atomic_write
+from serve.processes import alive
 
 ORDERS, WORKERS = "orders", "workers"
 log = logging.getLogger("relserve.models")
@@ -77,13 +78,6 @@ class WorkerState:
     swap_seconds: float | None = None
     updated: float = 0.0
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
 
 
 class ModelControl:
@@ -134,7 +128,7 @@ class ModelControl:
         for path in (self.root / WORKERS).glob(f"{task or '*'}.*.json"):
             with contextlib.suppress(OSError, ValueError, TypeError):
                 state = WorkerState(**json.loads(path.read_text()))
-                if _alive(state.pid) and (task is None or state.task == task):
+                if alive(state.pid) and (task is None or state.task == task):
                     states.append(state)
         return sorted(states, key=lambda s: s.pid)
 

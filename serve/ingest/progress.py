@@ -18,6 +18,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from models.files import atomic_write
+from serve.processes import alive
+
 WORKERS_DIR = "workers"
 
 
@@ -55,20 +58,11 @@ class ProgressFile:
 
     def write(self, sequence: int, delta_rows: int = 0, snapshot_version: int = 0) -> None:
         report = WorkerProgress(self.task, self.pid, sequence, delta_rows, snapshot_version, time.time())
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(asdict(report)))
-        os.replace(temporary, self.path)
+        atomic_write(self.path, json.dumps(asdict(report)))
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
 
 
 def read_all(state_dir: str | Path) -> list[WorkerProgress]:
@@ -77,7 +71,7 @@ def read_all(state_dir: str | Path) -> list[WorkerProgress]:
     for path in workers_dir(state_dir).glob("*.json"):
         with contextlib.suppress(OSError, ValueError, TypeError):
             report = WorkerProgress(**json.loads(path.read_text()))
-            if _alive(report.pid):
+            if alive(report.pid):
                 reports.append(report)
     return reports
 
