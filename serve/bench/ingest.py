@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import resource
 import sys
 import tempfile
@@ -35,9 +34,10 @@ from models.store.ids import ids_text
 from models.store.snapshot import GraphSnapshot
 from serve.bench.load import LoadResult, run_requests
 from serve.bench.metrics_read import scrape, value
+from serve.bench.proc import cpu_seconds
 from serve.bench.process import ServerProcess
-from serve.bench.workload import encoded_mix
-from serve.bundles import ArtifactsError, find_bundles
+from serve.bench.workload import served_mix
+from serve.bundles import ArtifactsError
 
 KEY = "bench-ingest-key"
 WALL = "wall"  # the key of the wall-clock seconds among the CPU seconds of cpu_by_role
@@ -115,14 +115,12 @@ def with_ingestion(server: ServerProcess, ingester: Ingester, requests: list[tup
 
 def cpu_by_role(server: ServerProcess, tasks: list[str]) -> dict[str, float]:
     """CPU seconds (user + system) so far of each server process by role, and of this process."""
-    tick = os.sysconf("SC_CLK_TCK")
     cpu: dict[str, float] = Counter()
     for pid, role in server.roles(tasks).items():
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu[role] += cpu_seconds(pid)
         except OSError:  # gone meanwhile
             continue
-        cpu[role] += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu["benchmark (clients)"] = usage.ru_utime + usage.ru_stime
     cpu[WALL] = time.perf_counter()
@@ -185,11 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
     try:
-        bundles = find_bundles(args.artifacts)
+        bundles, snapshot, requests = served_mix(args.artifacts)
     except ArtifactsError as e:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
-    snapshot = GraphSnapshot.open(bundles[0].snapshot_dir)
-    requests = encoded_mix(snapshot, [b.task for b in bundles])
     with tempfile.TemporaryDirectory(prefix="relserve-bench-ingest-") as tmp:
         server = ServerProcess(args.artifacts, "--state-dir", str(Path(tmp) / "state"),
                                *args.server_args.split(), env={"RELSERVE_WRITE_KEY": KEY},

@@ -1,4 +1,4 @@
-"""What Linux's ``/proc`` says about one process: its state, start time, command line and memory.
+"""What Linux's ``/proc`` says about one process: its state, start time, CPU time, command line and memory.
 
 The benchmarks (soak, scale), :class:`serve.bench.process.ServerProcess` and the tests that watch or
 kill a server's processes all read ``/proc`` through these functions. Linux only.
@@ -6,6 +6,7 @@ kill a server's processes all read ``/proc`` through these functions. Linux only
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -29,6 +30,12 @@ def state(pid: int) -> str:
 def start_tick(pid: int) -> int:
     """Clock ticks from boot to the process's start (field 22): orders processes by age."""
     return int(_stat(pid)[19])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process has used so far (fields 14 and 15)."""
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def command_line(pid: int) -> bytes:

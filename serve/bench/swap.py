@@ -28,11 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from models.runtime.bundle import CACHE_DIR, CONFIG_FILE, METRICS_FILE, WEIGHTS_FILE
-from models.store.snapshot import GraphSnapshot
 from serve.bench.proc import memory
 from serve.bench.process import ServerProcess
-from serve.bench.workload import encoded_mix
-from serve.bundles import ArtifactsError, TaskBundle, find_bundles
+from serve.bench.workload import served_mix
+from serve.bundles import ArtifactsError, TaskBundle
 
 KEY = "bench-swap-key"
 
@@ -180,11 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
     try:
-        bundles = find_bundles(args.artifacts)
+        bundles, _, requests = served_mix(args.artifacts)
     except ArtifactsError as e:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
-    snapshot = GraphSnapshot.open(bundles[0].snapshot_dir)
-    requests = encoded_mix(snapshot, [b.task for b in bundles])
     tasks = [b.task for b in bundles]
     with tempfile.TemporaryDirectory(prefix="relserve-bench-swap-") as tmp:
         root = repository(bundles, Path(tmp) / "repository")

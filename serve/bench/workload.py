@@ -14,7 +14,7 @@ from models.registry import TASKS
 from models.runtime.bundle import CACHE_DIR
 from models.store.ids import ids_text
 from models.store.snapshot import GraphSnapshot
-from serve.bundles import find_bundles
+from serve.bundles import TaskBundle, find_bundles
 
 
 def request_bodies(snapshot: GraphSnapshot, task: str, count: int = 512, seed: int = 0) -> list[dict]:
@@ -47,6 +47,17 @@ def encoded_mix(snapshot: GraphSnapshot, tasks: Iterable[str]) -> list[tuple[str
     """:func:`mixed` requests over ``tasks`` with known ids of ``snapshot``, bodies encoded as JSON."""
     bodies = {task: request_bodies(snapshot, task) for task in tasks}
     return [(path, json.dumps(body).encode()) for path, body in mixed(bodies)]
+
+
+def served_mix(artifacts: Path) -> tuple[list[TaskBundle], GraphSnapshot, list[tuple[str, bytes]]]:
+    """The bundles of ``artifacts``, their snapshot, and :func:`encoded_mix` requests over their tasks.
+
+    Raises:
+        serve.bundles.ArtifactsError: no usable bundle in ``artifacts``.
+    """
+    bundles = find_bundles(artifacts)
+    snapshot = GraphSnapshot.open(bundles[0].snapshot_dir)
+    return bundles, snapshot, encoded_mix(snapshot, [b.task for b in bundles])
 
 
 def copy_without_compile_cache(artifacts: Path, out: Path) -> Path:
