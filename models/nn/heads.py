@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.feature_definitions import NUM_PAIR, NUM_POPULARITY, NUM_TEMPORAL, WINDOWS_DAYS, window_spend
-from models.nn.inputs import PurchaseExtras, PurchaseHistory
+from models.nn.config import ModelConfig
+from models.nn.inputs import PurchaseExtras, PurchaseHistory, TableSpec
 from models.nn.ranking import RankParts
 from models.schema import ARTICLE, CUSTOMER
 
@@ -104,6 +105,11 @@ class SalesHead(nn.Module):
         self.register_buffer("spend_unit", torch.zeros(()))
         self.register_buffer("per_week", torch.tensor([7.0 / w for w in WINDOWS_DAYS]))
 
+    @classmethod
+    def from_config(cls, config: ModelConfig, specs: dict[str, TableSpec]) -> SalesHead:
+        """The head of a model of shape ``config`` (see :class:`models.nn.model.TaskModel`)."""
+        return cls(config.hidden, config.head_hidden, config.log_target)
+
     def forward(self, emb: Tensor, seed_type: str, features: Tensor | None = None) -> Tensor:
         """``(S, hidden)`` embeddings and the seeds' ``(S, F)`` numeric features (the temporal
         ones last; ``None``: the MLP alone) -> ``(S,)`` sales in units of ``scale`` (unclamped)."""
@@ -169,6 +175,11 @@ class PurchaseHead(nn.Module):
         self.repeat = nn.Sequential(nn.Linear(NUM_PAIR + embedding_dim, hidden), nn.ReLU(),
                                     nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
         self.register_buffer("repeat_shift", torch.zeros(()))
+
+    @classmethod
+    def from_config(cls, config: ModelConfig, specs: dict[str, TableSpec]) -> PurchaseHead:
+        """The head of a model of shape ``config`` over a graph of ``specs`` (the articles' codes)."""
+        return cls(config.hidden, config.embedding_dim, specs[ARTICLE].cardinalities)
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
         # bundles written before the shift existed rank as they always did

@@ -6,10 +6,9 @@ from torch import Tensor, nn
 
 from models.nn.config import ModelConfig
 from models.nn.gnn import RelationalGNN
-from models.nn.heads import PurchaseHead, SalesHead
 from models.nn.inputs import ModelInputs, PurchaseExtras, TableSpec
 from models.registry import task_spec
-from models.schema import ARTICLE, EDGE_TYPES, EdgeType
+from models.schema import EDGE_TYPES, EdgeType
 
 
 class TaskModel(nn.Module):
@@ -29,13 +28,10 @@ class TaskModel(nn.Module):
         self.task = task
         self.config = config or ModelConfig()
         self.gnn = RelationalGNN(specs, list(edge_types), self.config)
-        if head_cls is PurchaseHead:
-            cards = specs[ARTICLE].cardinalities
-            self.head = PurchaseHead(self.config.hidden, self.config.embedding_dim, cards)
-        elif head_cls is SalesHead:
-            self.head = SalesHead(self.config.hidden, self.config.head_hidden, self.config.log_target)
-        else:
-            self.head = head_cls(self.config.hidden, self.config.head_hidden)
+        # A head that reads more of the config or of the graph than its widths builds itself.
+        build = getattr(head_cls, "from_config", None)
+        self.head = (build(self.config, specs) if build is not None
+                     else head_cls(self.config.hidden, self.config.head_hidden))
 
     def forward(self, inputs: ModelInputs) -> Tensor:
         """Head output for the first ``inputs.seed_rows`` seed rows.
