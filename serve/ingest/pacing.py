@@ -41,7 +41,7 @@ class Pacer:
         poll_s: pause after a step that found nothing new.
     """
 
-    share: float = 0.1
+    share: float
     poll_s: float = 0.05
     recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_STEPS), init=False)
 

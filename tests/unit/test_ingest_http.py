@@ -5,14 +5,12 @@ Every refused batch leaves the log's sequence where it was."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
-import uvicorn
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
@@ -25,7 +23,14 @@ from serve.ingest.config import IngestConfig
 from serve.ingest.limits import BodyLimit
 from serve.ingest.routes import add_routes
 from serve.ingest.service import IngestService
-from tests.ingest_helpers import READ_KEY, WRITE_KEY, build_snapshot, free_port, transaction_rows
+from tests.ingest_helpers import (
+    READ_KEY,
+    WRITE_KEY,
+    build_snapshot,
+    free_port,
+    served_in_thread,
+    transaction_rows,
+)
 
 WRITE = {"Authorization": f"Bearer {WRITE_KEY}"}
 DRAINING = [False]
@@ -47,15 +52,8 @@ def serve_app(config: IngestConfig, snapshot: GraphSnapshot) -> Iterator[str]:
     app.add_middleware(BodyLimit, max_size=16_384, ingest_max_size=config.max_bytes)
     app.add_middleware(KeyAuth, credentials=Credentials(WRITE_KEY.encode(), READ_KEY.encode()),
                        read_paths=frozenset({"/predict/churn"}), guard_writes=True)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with served_in_thread(app) as url:
+        yield url
 
 
 @pytest.fixture()

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import requests
-import uvicorn
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
@@ -20,7 +19,7 @@ from serve.errors import validation_error_handler
 from serve.ingest.auth import Credentials
 from serve.model_control import ModelControl, WorkerState
 from serve.models_config import ModelsConfig
-from tests.ingest_helpers import READ_KEY, WRITE_KEY, free_port
+from tests.ingest_helpers import READ_KEY, WRITE_KEY, served_in_thread
 from tests.unit.test_model_versions import write_version
 
 WRITE = {"Authorization": f"Bearer {WRITE_KEY}"}
@@ -51,16 +50,6 @@ class FakeWorker:
             self.control.report(self.state)
 
 
-def start(app: FastAPI) -> tuple[str, uvicorn.Server, threading.Thread]:
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    return f"http://127.0.0.1:{port}", server, thread
-
-
 @pytest.fixture
 def admin(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
     """A served churn with versions 1 (serving), 2 (better), 3 (broken), 4 (worse on validation)."""
@@ -75,11 +64,9 @@ def admin(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
     app = FastAPI()
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     add_routes(app, ModelAdmin(control, artifacts, {"churn": 1}, ModelsConfig(), Credentials(*keys)))
-    url, server, thread = start(app)
-    yield url
-    worker.stop.set()
-    server.should_exit = True
-    thread.join(10)
+    with served_in_thread(app) as url:
+        yield url
+        worker.stop.set()
 
 
 def load(url: str, query: str, headers: dict | None = WRITE) -> requests.Response:
