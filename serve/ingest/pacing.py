@@ -3,7 +3,7 @@
 Each follower step that does something (read new batches, apply them with one rebuild of the delta,
 recompute the purchase article keys) takes time from the worker's answers: the follower thread and
 the thread answering requests share the worker's GIL, so while a step runs the worker answers about
-half as fast (measured on the demo), whatever the cores. Under a steady stream of batches a follower
+half as fast (measured on the demo, 2 cores). Under a steady stream of batches a follower
 that stepped whenever something was new would be busy most of the time: the purchase worker
 recomputes the keys of the whole catalogue per step, and applying a batch rebuilds the whole delta,
 whose cost grows with it. :class:`Pacer` spaces the steps instead: after a step that took ``c``
