@@ -19,6 +19,7 @@ WAL = "wal"
 CLOCKS = ("data", "wall")
 WAL_DIR = "wal"
 DEFAULT_FOLLOW_SHARE = 1.0  # no pause: the lowest lag; measured throughput no worse (BENCHMARKS.md)
+DEFAULT_KEY_SHARE = 0.25  # the purchase keys: the follower's costliest work (BENCHMARKS.md)
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,12 @@ class IngestConfig:
             tomorrow, UTC, when that is later: seed-time features age on days without sales).
         compact_every_s: fold the log into a new snapshot version this often (``None``: never; use
             ``python -m training.compact``).
-        follow_share: largest share of its time each worker spends following the log (applying
-            batches, recomputing the purchase article keys); batches arriving meanwhile are applied
-            together (:mod:`serve.ingest.pacing`). Lower: less taken from answers, longer lag; ``1``
-            (the default): a step as soon as something is new.
+        follow_share: largest share of its time each worker spends applying the log; batches
+            arriving meanwhile are applied together (:mod:`serve.ingest.pacing`). Lower: less taken
+            from answers, longer lag; ``1`` (the default): a step as soon as something is new.
+        key_share: largest share of its time the purchase worker spends recomputing the article
+            keys of the whole catalogue (the rows themselves are served from the next step); lower:
+            less taken from answers, staler keys.
     """
 
     state_dir: Path
@@ -59,6 +62,7 @@ class IngestConfig:
     clock: str = "data"
     compact_every_s: float | None = None
     follow_share: float = DEFAULT_FOLLOW_SHARE
+    key_share: float = DEFAULT_KEY_SHARE
 
     def __post_init__(self) -> None:
         checks = [
@@ -78,6 +82,8 @@ class IngestConfig:
              "--compact-every must be at least 1 s"),
             (math.isfinite(self.follow_share) and 0.01 <= self.follow_share <= 1,
              "--ingest-share must be in 0.01..1"),
+            (math.isfinite(self.key_share) and 0.01 <= self.key_share <= 1,
+             "--key-share must be in 0.01..1"),
         ]
         for ok, message in checks:
             if not ok:
@@ -118,10 +124,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="seed day of answers: the day after the latest transaction (data), or "
                             "tomorrow UTC when later (wall)")
     group.add_argument("--ingest-share", type=float, default=d.follow_share, metavar="F",
-                       help="largest share of its time each worker spends applying the log and "
-                            "recomputing purchase article keys; batches arriving meanwhile are applied "
-                            "together (default 1: no pause; lower: less taken from answers, longer "
-                            "ingest-to-visible lag)")
+                       help="largest share of its time each worker spends applying the log; batches "
+                            "arriving meanwhile are applied together (default 1: no pause; lower: less "
+                            "taken from answers, longer ingest-to-visible lag)")
+    group.add_argument("--key-share", type=float, default=d.key_share, metavar="F",
+                       help="largest share of its time the purchase worker spends recomputing the "
+                            "article keys after the graph changed (default %(default)s; 1: after every "
+                            "step; lower: less taken from answers, staler keys)")
     group.add_argument("--compact-every", type=float, default=None, metavar="S",
                        help="fold the log into a new snapshot version every S seconds (default: never)")
 
@@ -134,10 +143,11 @@ def from_args(args: argparse.Namespace) -> IngestConfig | None:
     """
     if args.state_dir is None:
         defaults = (args.ingest_dir is None, args.ingest_log == WAL, args.clock == "data",
-                    args.compact_every is None, args.ingest_share == DEFAULT_FOLLOW_SHARE)
+                    args.compact_every is None, args.ingest_share == DEFAULT_FOLLOW_SHARE,
+                    args.key_share == DEFAULT_KEY_SHARE)
         if not all(defaults):
-            raise ValueError("--ingest-dir, --ingest-log, --clock, --compact-every and --ingest-share "
-                             "need --state-dir")
+            raise ValueError("--ingest-dir, --ingest-log, --clock, --compact-every, --ingest-share and "
+                             "--key-share need --state-dir")
         return None
     if args.state_dir.exists() and not args.state_dir.is_dir():
         raise ValueError(f"--state-dir {args.state_dir} is not a directory")
@@ -145,4 +155,4 @@ def from_args(args: argparse.Namespace) -> IngestConfig | None:
                         lateness_days=args.ingest_lateness_days, max_rows=args.ingest_max_rows,
                         max_bytes=args.ingest_max_bytes, sync_timeout_s=args.sync_timeout,
                         poll_s=args.ingest_poll, clock=args.clock, compact_every_s=args.compact_every,
-                        follow_share=args.ingest_share)
+                        follow_share=args.ingest_share, key_share=args.key_share)

@@ -2,18 +2,21 @@
 
 :meth:`Follower.catch_up` replays the log before the worker warms up (a restarted worker serves
 every acknowledged batch from its first answer); :meth:`Follower.start` then polls the log every
-``--ingest-poll`` seconds in a daemon thread. After applying new batches, and at every poll (the
-seed day can move with a wall clock alone), it runs ``refresh`` (the purchase worker's
+``--ingest-poll`` seconds in a daemon thread. A step applies what is new and reports the graph's
+sequence (:class:`serve.ingest.progress.ProgressFile`): from then on every answer of the worker
+reads those rows. The purchase worker's article keys, which depend on the whole graph and the seed
+day, are refreshed apart from that (``refresh``: its
 :meth:`models.runtime.inference.TaskInference.refresh_article_keys`, a no-op unless the keys are
-stale; answering never waits on it), then reports the graph's sequence
-(:class:`serve.ingest.progress.ProgressFile`): a worker only reports a sequence it fully serves,
-article keys included, which is what ``?sync=true`` waits for. Apply, refresh and report are one
-step, so the reported sequence, the graph and the keys always move together.
+stale; answering never waits on it), on their own pacing, and reported as ``keys_sequence``:
+``?sync=true`` waits for both.
 
-Steps are paced (:class:`serve.ingest.pacing.Pacer`): after a step that took ``c`` seconds the next
-waits ``c * (1 - follow_share) / follow_share``, so the follower, which shares the worker's GIL with the
-thread answering requests, runs at most ``follow_share`` of the time; batches arriving meanwhile are
-applied together at the next step, with one rebuild and one key refresh.
+Steps are paced (:class:`serve.ingest.pacing.Pacer`). Applying: after a step that took ``c``
+seconds the next waits ``c * (1 - follow_share) / follow_share``, so the follower, which shares the
+worker's GIL with the thread answering requests, runs at most ``follow_share`` of the time; batches
+arriving meanwhile are applied together at the next step, with one rebuild. Refreshing the keys (the
+whole catalogue's forward, the follower's most expensive work by far) is due again only after its
+cost times ``(1 - key_share) / key_share``: with ``key_share`` well below 1 the worker answers from
+the latest rows within a poll while the keys follow within a few refreshes' time.
 
 Compaction (``python -m training.compact``, or ``--compact-every``) writes a new snapshot version and
 moves the state directory's ``current`` pointer (:mod:`models.store.versions`). The follower sees the
@@ -65,12 +68,14 @@ class Follower:
         switch: receives the live graph over a new version, to serve from then on.
         follow_share: largest share of the time the follower's steps take (see
             :class:`serve.ingest.pacing.Pacer`; ``1``: step whenever something is new).
+        key_share: largest share of the time ``refresh`` takes (``1``: after every step).
     """
 
     def __init__(self, log: Log, graph: LiveGraph, progress: ProgressFile, metrics: FollowerMetrics,
                  poll_s: float = 0.05, refresh: Callable[[], bool] | None = None,
                  versions: tuple[Path, Path] | None = None, lease: Lease | None = None,
-                 switch: Callable[[LiveGraph], None] | None = None, follow_share: float = 1.0) -> None:
+                 switch: Callable[[LiveGraph], None] | None = None, follow_share: float = 1.0,
+                 key_share: float = 1.0) -> None:
         self.log = log
         self.graph = graph
         self.versions = versions
@@ -81,6 +86,10 @@ class Follower:
         self.poll_s = poll_s
         self.refresh = refresh
         self.pacer = Pacer(follow_share, poll_s)
+        self.key_pacer = Pacer(key_share, poll_s)
+        self._keys_due = 0.0  # time.monotonic() from which the keys may be refreshed again
+        self._keys_sequence = graph.sequence  # the keys of a worker's first answer cover its catch-up
+        self._unkeyed_since: float | None = None  # receipt of the oldest batch the keys do not cover
         self._clock = StepClock()
         self._worked = False  # the last step applied, switched or refreshed
         self._stop = threading.Event()
@@ -96,22 +105,43 @@ class Follower:
 
     def step(self, observe_lag: bool = True, report: bool = True) -> int:
         """Apply what is new in the log (at most one read's worth) and, once running, follow a new
-        snapshot version and refresh what depends on the graph; returns how many batches."""
+        snapshot version and refresh the article keys if due; returns how many batches."""
         batches = self._apply(self.graph)
         switched = report and self._follow_version()
-        refreshed = False
-        if report and self.refresh is not None:
-            started = time.perf_counter()
-            refreshed = self.refresh()
-            if refreshed:
-                self.metrics.refreshed(time.perf_counter() - started)
-        self._worked = bool(batches) or switched or refreshed
         if batches:
             now = time.time()
             self.metrics.applied(len(batches), [now - b.received_at for b in batches] if observe_lag else [])
+            if self._unkeyed_since is None and observe_lag:
+                self._unkeyed_since = min(b.received_at for b in batches)
+        if switched:  # the new graph's keys were computed before the switch
+            self._keys_sequence, self._unkeyed_since = self.graph.sequence, None
+        if not report:
+            self._keys_sequence = self.graph.sequence  # catching up: keys are computed at warm-up
         if report and (batches or switched):
+            self.report()  # the rows first: a refresh due now would hold them back by its own time
+        refreshed = report and self._refresh_keys()
+        if refreshed:
             self.report()
+        self._worked = bool(batches) or switched or refreshed
         return len(batches)
+
+    def _refresh_keys(self) -> bool:
+        """Refresh what depends on the graph if it is due; whether it did anything."""
+        if self.refresh is None:  # no keys: the report says so (``keys_sequence`` None)
+            return False
+        if time.monotonic() < self._keys_due:
+            return False
+        sequence, started = self.graph.sequence, time.perf_counter()
+        refreshed = self.refresh()
+        if refreshed:
+            cost = time.perf_counter() - started
+            self.metrics.refreshed(cost, None if self._unkeyed_since is None
+                                   else time.time() - self._unkeyed_since)
+            self._keys_due = time.monotonic() + self.key_pacer.pause(cost, True)
+            self._clock.exclude(cost)  # paced by key_share, not by follow_share
+        changed = refreshed or self._keys_sequence != sequence
+        self._keys_sequence, self._unkeyed_since = sequence, None
+        return changed
 
     def _apply(self, graph: LiveGraph) -> list:
         after = graph.sequence
@@ -153,7 +183,8 @@ class Follower:
     def report(self) -> None:
         graph = self.graph
         delta = graph.delta_edges + sum(graph.new_nodes.values())
-        self.progress.write(graph.sequence, delta, snapshot_version=graph.base.sequence)
+        self.progress.write(graph.sequence, delta, snapshot_version=graph.base.sequence,
+                            keys_sequence=None if self.refresh is None else self._keys_sequence)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"relserve-follow-{self.progress.task}",
@@ -195,6 +226,6 @@ def open_follower(config: IngestConfig, task: str, artifacts: Path) -> Follower:
     graph = LiveGraph(base, clock=wall_clock if config.clock == "wall" else None)
     follower = Follower(config.open_log(), graph, ProgressFile(config.state_dir, task), FollowerMetrics(task),
                         config.poll_s, versions=(Path(artifacts), config.state_dir), lease=lease,
-                        follow_share=config.follow_share)
+                        follow_share=config.follow_share, key_share=config.key_share)
     follower.catch_up()
     return follower

@@ -71,8 +71,12 @@ class FollowerMetrics:
 
     def __init__(self, task: str, registry: CollectorRegistry | None = None) -> None:
         self._lag = Histogram("relserve_ingest_visible_lag_seconds", "From a batch's receipt to the worker "
-                              "serving it (article keys included).", ["task"], buckets=LAG_BUCKETS,
+                              "answering from a graph that holds it.", ["task"], buckets=LAG_BUCKETS,
                               registry=registry).labels(task)
+        self._keys_lag = Histogram("relserve_article_keys_lag_seconds", "From the receipt of the oldest "
+                                   "batch the purchase article keys did not cover to refreshed keys "
+                                   "being served.", ["task"], buckets=LAG_BUCKETS,
+                                   registry=registry).labels(task)
         self._batches = Counter("relserve_ingest_applied_batches", "Log batches applied to the live graph.",
                                 ["task"], registry=registry).labels(task)
         self._refreshes = Counter("relserve_article_key_refreshes", "Purchase article keys recomputed "
@@ -91,9 +95,12 @@ class FollowerMetrics:
         for lag in lags:
             self._lag.observe(max(0.0, lag))
 
-    def refreshed(self, seconds: float) -> None:
+    def refreshed(self, seconds: float, lag: float | None = None) -> None:
+        """Keys refreshed in ``seconds``; ``lag``: since the oldest batch they now cover arrived."""
         self._refreshes.inc()
         self._refresh_seconds.observe(seconds)
+        if lag is not None:
+            self._keys_lag.observe(max(0.0, lag))
 
     def switched(self) -> None:
         self._switches.inc()
@@ -120,6 +127,9 @@ class IngestGauges(Collector):
         families = {
             "applied": GaugeMetricFamily("relserve_ingest_applied_sequence", "Lowest log sequence the "
                                          "task's live workers serve.", labels=["task"]),
+            "keyed": GaugeMetricFamily("relserve_ingest_keyed_sequence", "Lowest log sequence the "
+                                       "task's live workers serve with article keys that cover it.",
+                                       labels=["task"]),
             "delta": GaugeMetricFamily("relserve_ingest_delta_rows", "Rows the task's workers hold on top "
                                        "of the base snapshot (largest over workers).", labels=["task"]),
             "version": GaugeMetricFamily("relserve_snapshot_version", "Snapshot version the task's workers "
@@ -128,6 +138,7 @@ class IngestGauges(Collector):
         for task in sorted({r.task for r in reports}):
             mine = [r for r in reports if r.task == task]
             families["applied"].add_metric([task], min(r.sequence for r in mine))
+            families["keyed"].add_metric([task], min(r.served for r in mine))
             families["delta"].add_metric([task], max(r.delta_rows for r in mine))
             families["version"].add_metric([task], min(r.snapshot_version for r in mine))
         yield from families.values()

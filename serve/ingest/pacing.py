@@ -1,21 +1,23 @@
 """How often a worker's follower works: a bound on the share of the worker's time it takes.
 
-Each follower step that does something (read new batches, apply them with one rebuild of the delta,
-recompute the purchase article keys) takes time from the worker's answers: the follower thread and
-the thread answering requests share the worker's GIL, so while a step runs the worker answers about
-half as fast (measured on the demo, 2 cores). Under a steady stream of batches a follower
-that stepped whenever something was new would be busy most of the time: the purchase worker
-recomputes the keys of the whole catalogue per step, and applying a batch rebuilds the whole delta,
-whose cost grows with it. :class:`Pacer` spaces the steps instead: after a step that took ``c``
-seconds, the next one waits ``c * (1 - share) / share``, so steps run at most ``share`` of the time
+Each follower step that does something (read new batches, apply them with one rebuild of the delta)
+and each refresh of the purchase article keys takes time from the worker's answers: the follower
+thread and the thread answering requests share the worker's GIL, so while a step runs the worker
+answers about half as fast (measured on the demo, 2 cores). Under a steady stream of batches a
+follower that worked whenever something was new would be busy most of the time: the purchase
+worker would recompute the keys of the whole catalogue again and again, and applying a batch
+rebuilds the whole delta, whose cost grows with it. A :class:`Pacer` spaces the work instead (one
+for the steps, ``--ingest-share``, one for the key refreshes, ``--key-share``): after work that took
+``c`` seconds, the next waits ``c * (1 - share) / share``, so it runs at most ``share`` of the time
 whatever the machine, its load, the catalogue or the delta size. ``c`` is the median of the last
 few working steps: one slow step (a first refresh touching cold memory, a collection) does not
 stall the follower for 1/share times its cost, while a lasting change (a growing delta) is
 followed within a few steps.
 
 Batches that arrive meanwhile stay in the log and are applied together at the next step (one
-rebuild, one key refresh), so the work per batch falls as the stream gets denser, and the lag a
-batch sees is at most about one pause plus two steps (the one under way, then its own).
+rebuild; the keys cover all of them at the next refresh), so the work per batch falls as the stream
+gets denser, and the lag a batch sees is at most about one pause plus two steps (the one under way,
+then its own).
 
 A step after an idle spell is not delayed (the pause has passed): a lone batch is applied, keyed
 and reported within a poll, which ``?sync=true`` on a quiet server relies on.

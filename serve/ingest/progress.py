@@ -1,8 +1,12 @@
 """How far each inference worker has applied the log: one small file per worker in ``STATE_DIR/workers/``.
 
-A worker writes ``<task>.<pid>.json`` (``sequence``, ``delta_rows``, ``snapshot_version``) after
-every step that changed what it serves, by rename, so a reader never sees half a file. The API
-servers read them to answer ``?sync=true`` (every worker of every task at or past a sequence) and
+A worker writes ``<task>.<pid>.json`` (``sequence``, ``keys_sequence``, ``delta_rows``,
+``snapshot_version``) after every step that changed what it serves, by rename, so a reader never
+sees half a file. ``sequence`` is the last batch its graph holds (every answer reads it: churn, sales,
+the purchase customer's own history and query); ``keys_sequence`` the last batch its purchase article
+keys were computed with, which a purchase worker refreshes on its own pacing
+(:mod:`serve.ingest.pacing`); both are equal for a task without keys. The API servers read them to
+answer ``?sync=true`` (every worker of every task at or past a sequence, keys included) and
 ``GET /ingest/status``, and ``/metrics`` reads them at scrape time. Files of dead workers are
 ignored (their pid is gone) and the directory is emptied when the server starts.
 """
@@ -34,6 +38,12 @@ class WorkerProgress:
     delta_rows: int = 0
     snapshot_version: int = 0
     updated: float = 0.0
+    keys_sequence: int | None = None  # None: equal to ``sequence`` (a task without keys)
+
+    @property
+    def served(self) -> int:
+        """The last batch the worker serves fully, article keys included."""
+        return self.sequence if self.keys_sequence is None else min(self.sequence, self.keys_sequence)
 
 
 def workers_dir(state_dir: str | Path) -> Path:
@@ -56,8 +66,10 @@ class ProgressFile:
         self.path = workers_dir(state_dir) / f"{task}.{self.pid}.json"
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
-    def write(self, sequence: int, delta_rows: int = 0, snapshot_version: int = 0) -> None:
-        report = WorkerProgress(self.task, self.pid, sequence, delta_rows, snapshot_version, time.time())
+    def write(self, sequence: int, delta_rows: int = 0, snapshot_version: int = 0,
+              keys_sequence: int | None = None) -> None:
+        report = WorkerProgress(self.task, self.pid, sequence, delta_rows, snapshot_version, time.time(),
+                                keys_sequence)
         atomic_write(self.path, json.dumps(asdict(report)))
 
     def remove(self) -> None:
@@ -76,12 +88,14 @@ def read_all(state_dir: str | Path) -> list[WorkerProgress]:
     return reports
 
 
-def visible_sequence(reports: list[WorkerProgress], expected: dict[str, int]) -> int:
+def visible_sequence(reports: list[WorkerProgress], expected: dict[str, int], keys: bool = True) -> int:
     """The highest sequence every worker serves: per task, ``expected[task]`` live workers must have
-    reported, else 0 (a worker still starting serves nothing yet)."""
+    reported, else 0 (a worker still starting serves nothing yet). ``keys``: article keys included
+    (what ``?sync=true`` waits for); ``False``: in every worker's graph."""
     lowest = None
     for task, count in expected.items():
-        sequences = sorted((r.sequence for r in reports if r.task == task), reverse=True)
+        mine = [r for r in reports if r.task == task]
+        sequences = sorted((r.served if keys else r.sequence for r in mine), reverse=True)
         if len(sequences) < count:
             return 0
         task_low = sequences[count - 1]  # extra files: a replaced worker not yet reaped

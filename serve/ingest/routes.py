@@ -75,10 +75,12 @@ def add_routes(app: FastAPI, service: IngestService, draining: Callable[[], bool
 
     async def status() -> dict[str, Any]:
         reports = progress.read_all(service.config.state_dir)
-        workers = [{"task": r.task, "pid": r.pid, "sequence": r.sequence, "delta_rows": r.delta_rows,
-                    "snapshot_version": r.snapshot_version} for r in sorted(reports, key=lambda r: r.task)]
+        workers = [{"task": r.task, "pid": r.pid, "sequence": r.sequence, "keys_sequence": r.served,
+                    "delta_rows": r.delta_rows, "snapshot_version": r.snapshot_version}
+                   for r in sorted(reports, key=lambda r: r.task)]
         return {"log_sequence": await run_in_threadpool(service.log_sequence),
                 "visible_sequence": progress.visible_sequence(reports, service.expected_workers),
+                "applied_sequence": progress.visible_sequence(reports, service.expected_workers, keys=False),
                 "workers": workers}
 
     app.add_api_route("/ingest/status", status, methods=["GET"],

@@ -76,6 +76,45 @@ def test_replays_before_serving_then_follows_and_reports(tmp_path: Path, snapsho
     assert reported(config) is None
 
 
+def test_rows_are_served_at_once_while_the_keys_follow_on_their_own_pacing(tmp_path: Path,
+                                                                           snapshot: GraphSnapshot) -> None:
+    config = IngestConfig(state_dir=tmp_path / "state", poll_s=0.01, key_share=0.1)
+    writer = open_ingestor(config, snapshot.directory)
+    follower = open_follower(config, "purchase", snapshot.directory.parent)
+    registry = CollectorRegistry()
+    follower.metrics = FollowerMetrics("purchase", registry)
+    keyed = [follower.graph.sequence]
+
+    def refresh() -> bool:  # a refresh taking 0.2 s: the next is due 1.8 s after it at a share of 0.1
+        if keyed[-1] == follower.graph.sequence:
+            return False
+        time.sleep(0.2)
+        keyed.append(follower.graph.sequence)
+        return True
+
+    def report() -> progress.WorkerProgress:
+        return progress.read_all(config.state_dir)[0]
+
+    follower.refresh = refresh
+    follower.start()
+    try:
+        writer.ingest("transactions", transaction_rows(snapshot, 2))
+        wait_for(lambda: report().served == 1)  # a first refresh is due at once
+        refreshed_at = time.monotonic()
+        writer.ingest("transactions", transaction_rows(snapshot, 2, day_offset=1))
+        wait_for(lambda: report().sequence == 2, timeout=1.0)  # the rows: within a few polls
+        assert report().served == 1 and time.monotonic() - refreshed_at < 1.5  # the keys: not yet
+        assert progress.visible_sequence([report()], {"purchase": 1}) == 1
+        assert progress.visible_sequence([report()], {"purchase": 1}, keys=False) == 2
+        wait_for(lambda: report().served == 2, timeout=5.0)
+        assert time.monotonic() - refreshed_at >= 1.5
+        assert keyed == [0, 1, 2]
+        lags = registry.get_sample_value("relserve_article_keys_lag_seconds_sum", {"task": "purchase"})
+        assert lags >= 1.5  # the second batch waited for the paced refresh
+    finally:
+        follower.stop()
+
+
 def test_a_batch_the_graph_refuses_is_stepped_over(tmp_path: Path, snapshot: GraphSnapshot,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     config = IngestConfig(state_dir=tmp_path / "state")

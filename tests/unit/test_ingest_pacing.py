@@ -1,5 +1,6 @@
-"""Pacing of a worker's follower: its steps take a bounded share of the time, batches arriving meanwhile are
-applied together with one refresh, and a worker still reports only what it serves, keys included."""
+"""Pacing of a worker's follower: its steps and its key refreshes each take a bounded share of the time,
+batches arriving meanwhile are applied together and keyed by one refresh, and a worker never reports
+keys that do not cover what it says."""
 
 from __future__ import annotations
 
@@ -53,15 +54,15 @@ def test_the_step_clock_counts_wall_time_less_what_is_excluded() -> None:
     assert 0.025 <= clock.stop() < 0.5
 
 
-def test_a_stream_of_batches_is_applied_in_few_steps_and_reported_only_once_keyed(
+def test_a_stream_of_batches_is_applied_in_few_steps_and_keyed_in_few_refreshes(
         tmp_path: Path, snapshot: GraphSnapshot) -> None:
-    config = IngestConfig(state_dir=tmp_path / "state", poll_s=0.01, follow_share=0.1)
+    config = IngestConfig(state_dir=tmp_path / "state", poll_s=0.01, follow_share=0.1, key_share=0.1)
     writer = open_ingestor(config, snapshot.directory)
     follower = open_follower(config, "purchase", snapshot.directory.parent)
     registry = CollectorRegistry()
     follower.metrics = FollowerMetrics("purchase", registry)
     keyed: list[int] = []  # the sequence each refresh covered
-    reports: list[int] = []
+    served: list[int] = []  # what each report said is served keys included
 
     def refresh() -> bool:  # a refresh that costs 40 ms of CPU whenever the graph moved
         if keyed and keyed[-1] == follower.graph.sequence:
@@ -71,9 +72,8 @@ def test_a_stream_of_batches_is_applied_in_few_steps_and_reported_only_once_keye
         return True
 
     def report() -> None:
-        reports.append(follower.graph.sequence)
-        assert not keyed or keyed[-1] == follower.graph.sequence  # never ahead of the keys
         report_file()
+        served.append(progress.read_all(config.state_dir)[0].served)
 
     report_file = follower.report
     follower.refresh = refresh
@@ -85,14 +85,17 @@ def test_a_stream_of_batches_is_applied_in_few_steps_and_reported_only_once_keye
             writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=1 + i % 3))
             time.sleep(0.02)
         deadline = time.monotonic() + 10
-        while (progress.read_all(config.state_dir)[0].sequence != 20) and time.monotonic() < deadline:
+        while (progress.read_all(config.state_dir)[0].served != 20) and time.monotonic() < deadline:
             time.sleep(0.01)
         elapsed = time.monotonic() - started
     finally:
         follower.stop()
-    assert reports[-1] == 20 and keyed[-1] == 20
-    # ~0.4 s steps over a ~0.45 s stream: a handful of refreshes, not one per batch
+    assert served[-1] == 20 and keyed[-1] == 20
+    assert set(served) <= {0, *keyed}  # never ahead of the keys
+    # ~0.4 s between refreshes over a ~0.45 s stream: a handful of refreshes, not one per batch
     assert len(keyed) <= 6, keyed
     assert elapsed < 3.0
     lags = registry.get_sample_value("relserve_ingest_visible_lag_seconds_count", {"task": "purchase"})
-    assert lags == 20.0  # every batch observed once, when it was served keys included
+    assert lags == 20.0  # every batch observed once, when the worker's graph held it
+    keys_lags = registry.get_sample_value("relserve_article_keys_lag_seconds_count", {"task": "purchase"})
+    assert keys_lags == len([k for k in keyed if k > 0])  # one per refresh that covered new batches
