@@ -178,6 +178,11 @@ def test_sync_waits_for_every_worker(url: str, snapshot: GraphSnapshot, tmp_path
     status = requests.get(f"{url}/ingest/status", headers=WRITE, timeout=10).json()
     assert status["log_sequence"] == status["visible_sequence"] == 2
     assert status["workers"][0]["task"] == "churn"
+    worker.write(3, keys_sequence=2)  # the rows in its graph, its article keys not refreshed yet
+    assert post(url, transaction_rows(snapshot, 1, start=3), params={"sync": "true"}).status_code == 504
+    status = requests.get(f"{url}/ingest/status", headers=WRITE, timeout=10).json()
+    assert (status["applied_sequence"], status["visible_sequence"]) == (3, 2)
+    assert status["workers"][0]["keys_sequence"] == 2
     worker.remove()
 
 
