@@ -253,7 +253,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-train-cutoffs", type=int,
                    help="most recent weekly training cutoffs to use (default and 0: all)")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--lr", type=float, help=f"peak learning rate (default: {TaskRecipe.lr})")
+    p.add_argument("--lr", type=float, help="peak learning rate (default: "
+                   + ", ".join(f"{task} {recipe.lr:g}" for task, recipe in RECIPES.items()) + ")")
     p.add_argument("--fanouts", type=int, nargs="+",
                    help=f"neighbours per hop (default: {list(TaskRecipe.fanouts)})")
     p.add_argument("--per-day", type=int,
