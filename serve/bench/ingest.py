@@ -145,6 +145,12 @@ def merge(total: LoadResult, part: LoadResult) -> None:
     total.statuses.update(part.statuses)
 
 
+def percentiles(lags_ms: np.ndarray) -> dict[str, float | None]:
+    """p50, p99 and max of ``lags_ms``, rounded (``None`` when nothing became visible)."""
+    return {q: round(float(np.percentile(lags_ms, p)), 1) if len(lags_ms) else None
+            for q, p in (("p50", 50), ("p99", 99), ("max", 100))}
+
+
 def report(alone: LoadResult, loaded: LoadResult, ingester: Ingester, seen: dict[str, dict[int, float]],
            seconds: float, server_lag: dict[str, float | None], cpu: dict[str, dict[str, float]]) -> dict:
     lags = {name: np.array([at[s] - t for s, t in ingester.sent.items() if s in at]) * 1000
@@ -157,9 +163,7 @@ def report(alone: LoadResult, loaded: LoadResult, ingester: Ingester, seen: dict
                           "batches_acknowledged": len(ingester.sent),
                           "never_visible": len(ingester.sent) - len(lags["applied"]),
                           "never_keyed": len(ingester.sent) - len(lags["keyed"])},
-               **{f"{'' if name == 'applied' else name + '_'}lag_ms": {
-                   q: round(float(np.percentile(lag, p)), 1) if len(lag) else None
-                   for q, p in (("p50", 50), ("p99", 99), ("max", 100))} for name, lag in lags.items()},
+               "lag_ms": percentiles(lags["applied"]), "keyed_lag_ms": percentiles(lags["keyed"]),
                "server_lag_seconds_mean": server_lag,
                "cpu_cores": {phase: {role: round(s / max(c[WALL], 1e-9), 3) for role, s in sorted(c.items())
                                      if role != WALL} for phase, c in cpu.items()}}
