@@ -259,40 +259,54 @@ class PurchaseHead(nn.Module):
 
     def loss(self, query: Tensor, positive_keys: Tensor, weight: Tensor, log_q: Tensor | None = None,
              extras: PurchaseExtras | None = None) -> Tensor:
-        """Sampled softmax over in-batch positives (and, with ``extras``, the row's own history).
+        """Sampled softmax over in-batch positives, catalogue negatives (and, with ``extras``, the
+        row's own history).
 
         Row ``i``'s positive is key ``i``, every other key a negative. With ``extras`` the keys get
         their :meth:`prior`, row ``i``'s own history articles join its candidates with their
         :meth:`repeat_score` (and in-batch keys of those articles are dropped for that row, as
-        :meth:`scores` replaces them), and a positive in the history is its history slot.
+        :meth:`scores` replaces them), and a positive in the history is its history slot. Keys
+        marked ``extras.negative`` were drawn uniformly from the whole catalogue: in-batch
+        negatives are other customers' purchases, so an article nobody buys is never shown as a
+        negative and its key is never pushed down, yet at ranking time it competes with every
+        article (mixed negative sampling, Yang et al. 2020).
 
         Args:
             query: ``(S, D+1)`` customer queries.
-            positive_keys: ``(S', D+1)`` key of an article each customer bought, row ``i`` for query
-                ``i``; rows past ``min(S, S')`` are padding.
-            weight: ``(S,)``; padded pairs have weight 0 and are masked out as negatives too.
-            log_q: ``(S',)`` log of how often each positive occurs among the batches' positives (its
+            positive_keys: ``(S', D+1)`` keys: row ``i``'s positive for ``i < S`` (rows without a
+                query, or past the batch's rows, are padding), then any catalogue negatives.
+            weight: ``(S,)``; padded rows have weight 0 and their keys are masked out as negatives too.
+            log_q: ``(S',)`` log of how often each key's article occurs among a batch's keys (its
                 probability of being drawn as a negative), or ``None``. Subtracted from its column,
                 the logQ correction of sampled softmax: without it a popular article, often someone
                 else's positive, is pushed down as a negative as often as it is pulled up, and the
                 keys' bias never learns popularity.
-            extras: positives' articles and popularity, and the ``S`` histories (padded like ``query``).
+            extras: the keys' articles and popularity, which keys are catalogue negatives, and the
+                ``S`` histories (padded like ``query``).
         """
         rows = min(query.shape[0], positive_keys.shape[0])  # both towers may pad to different buckets
-        query, positive_keys, weight = query[:rows], positive_keys[:rows], weight[:rows]
+        query, weight = query[:rows], weight[:rows]
         target = torch.arange(rows, device=query.device)
+        keys = torch.arange(positive_keys.shape[0], device=query.device)
+        diagonal = target.unsqueeze(1) == keys.unsqueeze(0)
+        live = F.pad(weight > 0, (0, positive_keys.shape[0] - rows))
+        if extras is not None and extras.negative is not None:
+            live = live | extras.negative
         # Padded keys are no negatives; the diagonal stays so every row keeps a finite logit.
-        padded_key = (weight.unsqueeze(0) == 0) & (target.unsqueeze(0) != target.unsqueeze(1))
+        padded_key = ~live.unsqueeze(0) & ~diagonal
         if extras is not None:
-            positive_keys = self.with_prior(positive_keys, extras.popularity[:rows])
+            positive_keys = self.with_prior(positive_keys, extras.popularity)
         logits = query @ positive_keys.T
         if log_q is not None:
-            logits = logits - log_q[:rows].unsqueeze(0)
+            logits = logits - log_q.unsqueeze(0)
         logits = logits.masked_fill(padded_key, float("-inf"))
         if extras is None:
             return _weighted_mean(F.cross_entropy(logits, target, reduction="none"), weight)
+        if extras.negative is not None:  # a catalogue negative that is the row's own positive is none
+            drawn_own = extras.article[:rows].unsqueeze(1) == extras.article.unsqueeze(0)
+            logits = logits.masked_fill(drawn_own & extras.negative.unsqueeze(0), float("-inf"))
         history = PurchaseHistory(*(t[:rows] for t in extras.history))
-        match = history.article.unsqueeze(-1) == extras.article[:rows].view(1, 1, -1)
+        match = history.article.unsqueeze(-1) == extras.article.view(1, 1, -1)
         match = match & history.mask.unsqueeze(-1)  # (S, N, S')
         in_history = match.any(dim=1)  # (S, S'): key j's article is in row i's history
         own = torch.diagonal(in_history)
@@ -301,7 +315,7 @@ class PurchaseHead(nn.Module):
         # Every bought history article is a positive (the drawn one among them), as is the drawn
         # in-batch key when not in the history; each positive's loss is its softmax against the
         # row's negatives only (the other positives left out), averaged over the row's positives.
-        positive = torch.cat([torch.diag_embed(~own), extras.bought[:rows] & history.mask], dim=1)
+        positive = torch.cat([diagonal & ~own.unsqueeze(1), extras.bought[:rows] & history.mask], dim=1)
         finite = logits.masked_fill(torch.isinf(logits), -1e9)  # no NaN gradients through empty rows
         negative = finite.masked_fill(positive | torch.isinf(logits), -1e9)
         negatives = torch.logsumexp(negative, dim=1, keepdim=True)

@@ -87,26 +87,32 @@ class PurchaseExtras(NamedTuple):
     """What the purchase loss reads besides queries and keys (see :meth:`models.nn.heads.PurchaseHead.loss`).
 
     Args:
-        article: ``(S',)`` int64 positive article per row.
-        popularity: ``(S', NUM_POPULARITY)`` the positive's :func:`article_popularity` at the row's seed time.
+        article: ``(S',)`` int64 article of each key: row ``i``'s positive for ``i < S``, then any
+            catalogue negatives.
+        popularity: ``(S', NUM_POPULARITY)`` each key article's :func:`article_popularity` at its seed time.
         history: the ``S`` rows' :class:`PurchaseHistory`.
         bought: ``(S, N)`` bool, the slot's article is among the row's targets (every one is a positive).
+        negative: ``(S',)`` bool, the key is a catalogue negative (drawn uniformly from every
+            article, a negative for every row), or ``None`` when there are none.
     """
 
     article: Tensor
     popularity: Tensor
     history: PurchaseHistory
     bought: Tensor
+    negative: Tensor | None = None
 
     def to(self, device: torch.device) -> PurchaseExtras:
         return PurchaseExtras(self.article.to(device), self.popularity.to(device),
-                              PurchaseHistory(*(t.to(device) for t in self.history)), self.bought.to(device))
+                              PurchaseHistory(*(t.to(device) for t in self.history)), self.bought.to(device),
+                              None if self.negative is None else self.negative.to(device))
 
     def padded(self, rows: int, key_rows: int) -> PurchaseExtras:
-        """Zero-padded to ``rows`` history rows and ``key_rows`` positive rows (padded buckets)."""
+        """Zero-padded to ``rows`` history rows and ``key_rows`` key rows (padded buckets)."""
         history = PurchaseHistory(*(_pad(t, rows) for t in self.history))
+        negative = None if self.negative is None else _pad(self.negative, key_rows)
         return PurchaseExtras(_pad(self.article, key_rows), _pad(self.popularity, key_rows), history,
-                              _pad(self.bought, rows))
+                              _pad(self.bought, rows), negative)
 
 
 def _pad(values: Tensor, rows: int) -> Tensor:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from models.graph.sampler import SamplerConfig, TemporalSampler
 from models.runtime.bundle import (
     CONFIG_FILE,
     METRICS_FILE,
@@ -212,6 +213,37 @@ def test_the_step_budget_and_the_batch_adapt_to_the_table_size() -> None:
     rows_drawn = torch.cat(seen).numpy()
     assert len(rows_drawn) == 5 * 256 == len(set(rows_drawn.tolist()))
     assert len(set(table.seed_time[rows_drawn].tolist())) == 10  # drawn from every cutoff
+
+
+def test_purchase_batches_bring_catalogue_negatives_with_their_sampling_correction(
+        trained_artifacts: Path) -> None:
+    snapshot = GraphSnapshot.open(trained_artifacts / SNAPSHOT_DIR)
+    table = task_splits("purchase", snapshot.transactions(), snapshot, None)["train"]
+    sampler = TemporalSampler(snapshot, SamplerConfig((4, 2), "last"))
+    batches = TrainBatches(snapshot, table, sampler, "customer", 16, seed=0, negatives=6)
+    positives = batches.draw_positives()
+    rows = torch.arange(16)
+    batch = batches.batch(rows, positives)
+    extras, articles = batch.extras, snapshot.num_nodes["article"]
+    assert batch.inputs.num_seeds == 16 and batch.target.num_seeds == 22 == len(batch.log_q)
+    assert extras.negative.tolist() == [False] * 16 + [True] * 6
+    assert torch.equal(extras.article[:16], positives.article[:16])
+    # log_q: the draws of each (article, seed time) as a positive plus its expected catalogue draws
+    seed_time = table.seed_time[:16]
+    times, rows_at = np.unique(table.seed_time, return_counts=True)
+    drawn = {}
+    for a, t in zip(positives.article.numpy(), table.seed_time, strict=True):
+        drawn[(a, t)] = drawn.get((a, t), 0) + 1
+    for j in range(16):
+        t = int(seed_time[j])
+        expected = drawn[(int(extras.article[j]), t)] + 6 * rows_at[times == t][0] / (16 * articles)
+        assert batch.log_q[j].item() == pytest.approx(math.log(expected), rel=1e-5)
+    assert (batch.log_q[16:] < batch.log_q[:16].max()).all()
+    # without negatives: the in-batch softmax as before, log_q the plain log of the draws
+    plain = TrainBatches(snapshot, table, sampler, "customer", 16, seed=0).batch(rows, positives)
+    assert plain.target.num_seeds == 16 and plain.extras.negative is None
+    assert plain.log_q.tolist() == pytest.approx(
+        [math.log(drawn[(int(a), int(t))]) for a, t in zip(positives.article[:16], seed_time, strict=True)])
 
 
 def test_the_plan_is_said_before_training_and_the_time_budget_stops_between_epochs(

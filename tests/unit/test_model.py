@@ -108,32 +108,46 @@ def test_losses_ignore_padded_rows() -> None:
     torch.testing.assert_close(padded, full)
 
 
-def test_purchase_loss_with_history_is_the_softmax_over_both_candidate_sets() -> None:
-    """Each positive (the drawn in-batch key, or every bought history slot) against the row's negatives."""
+@pytest.mark.parametrize("negatives", [0, 3])
+def test_purchase_loss_with_history_is_the_softmax_over_both_candidate_sets(negatives: int) -> None:
+    """Each positive (the drawn in-batch key, or every bought history slot) against the row's
+    negatives: the other in-batch keys, the catalogue negatives (never the row's own positive
+    article) and the unbought history slots."""
     head = _model("purchase").head
-    query, keys, log_q = torch.randn(5, 9), torch.randn(5, 9), torch.rand(5)
+    keys_total = 5 + negatives
+    query, keys, log_q = torch.randn(5, 9), torch.randn(keys_total, 9), torch.rand(keys_total)
     extras = random_purchase_extras(TABLES, 5, seed=3)
+    if negatives:  # the last catalogue negative is row 0's own positive: no negative of row 0
+        drawn = torch.cat([torch.randint(10, (negatives - 1,)), extras.article[:1]])
+        popularity = torch.cat([extras.popularity, torch.rand(negatives, extras.popularity.shape[1])])
+        extras = extras._replace(article=torch.cat([extras.article, drawn]), popularity=popularity,
+                                 negative=torch.arange(keys_total) >= 5)
     history = extras.history
     keys_with_prior = head.with_prior(keys, extras.popularity)
     repeat = head.repeat_score(query, history)
     expected = []
-    for i in range(5):  # plain loops: in-batch keys not in row i's history, then its history slots
+    for i in range(5):  # plain loops: keys not in row i's history, then its history slots
         own = history.article[i][history.mask[i]].tolist()
         logits, positives = [], []
-        for j in range(5):
-            if extras.article[j].item() not in own:
-                if j == i:
-                    positives.append(len(logits))
-                logits.append(query[i] @ keys_with_prior[j] - log_q[j])
+        for j in range(keys_total):
+            article = extras.article[j].item()
+            if article in own or (j >= 5 and article == extras.article[i].item()):
+                continue
+            if j == i:
+                positives.append(len(logits))
+            logits.append(query[i] @ keys_with_prior[j] - log_q[j])
         for slot in range(len(own)):
             if extras.bought[i, slot]:
                 positives.append(len(logits))
             logits.append(repeat[i, slot])
-        negatives = [v for n, v in enumerate(logits) if n not in positives]
-        expected.append(torch.stack([torch.logsumexp(torch.stack([logits[p], *negatives]), 0) - logits[p]
+        negatives_i = [v for n, v in enumerate(logits) if n not in positives]
+        expected.append(torch.stack([torch.logsumexp(torch.stack([logits[p], *negatives_i]), 0) - logits[p]
                                      for p in positives]).mean())
     got = head.loss(query, keys, torch.ones(5), log_q, extras)
     torch.testing.assert_close(got, torch.stack(expected).mean())
+    padded = head.loss(pad_rows(query, 6), pad_rows(keys, keys_total + 2), pad_rows(torch.ones(5), 6),
+                       pad_rows(log_q, keys_total + 2), extras.padded(6, keys_total + 2))
+    torch.testing.assert_close(padded, got)
 
 
 def test_purchase_rank_scores_history_articles_by_the_repeat_score() -> None:

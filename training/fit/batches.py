@@ -25,8 +25,9 @@ class Batch(NamedTuple):
     Args:
         inputs: the seeds' sampled trees.
         target: ``(B,)`` labels, or for purchase the trees of each seed's positive article.
-        log_q: purchase only: ``(B,)`` log of how many rows of the epoch drew the same positive
-            article at the same seed time (the sampling correction of the in-batch softmax).
+        log_q: purchase only: ``(B + M,)`` per key (the ``B`` positives, then ``M`` catalogue
+            negatives) the log of how often its article at its seed time is expected among a
+            batch's keys, in units of one epoch's draws (the sampling correction of the softmax).
         extras: purchase only: the positives' articles and popularity and the rows' own histories
             (:mod:`models.graph.history`, the same computation the server runs).
     """
@@ -45,6 +46,9 @@ class TrainBatches:
     bought in the label window, drawn afresh each epoch, at the same seed time: the positive
     of the in-batch softmax, whose negatives are the other rows' positives; ``log_q`` counts how
     often each (article, seed time) was drawn this epoch, i.e. how often it serves as a negative.
+    Each batch also brings ``negatives`` articles drawn uniformly from the whole catalogue (at the
+    seed times of random rows of the batch), negatives for every row, so articles nobody buys are
+    shown to the loss too (see :meth:`models.nn.heads.PurchaseHead.loss`).
 
     Args:
         snapshot: the graph.
@@ -60,11 +64,12 @@ class TrainBatches:
             of each, so a step's rows over all processes are the one-process batch and every
             process runs the same number of steps. Default: this process's
             (:func:`training.fit.distributed.shard`; ``(0, 1)`` without ``torchrun``).
+        negatives: purchase only: catalogue negatives per batch (split over the processes).
     """
 
     def __init__(self, snapshot: GraphSnapshot, table: TaskTable, sampler: TemporalSampler, seed_type: str,
                  batch_size: int, seed: int = 0, max_steps: int | None = None,
-                 shard: tuple[int, int] | None = None) -> None:
+                 shard: tuple[int, int] | None = None, negatives: int = 0) -> None:
         self.snapshot = snapshot
         self.table = table
         self.sampler = sampler
@@ -77,6 +82,8 @@ class TrainBatches:
         self.entity = torch.from_numpy(table.entity)
         self.seed_time = torch.from_numpy(table.seed_time)
         self.label = None if table.is_link else torch.from_numpy(table.label.astype(np.float32))
+        self.negatives = -(-negatives // self.world) if table.is_link else 0  # this rank's share
+        self.times, self.rows_at = np.unique(table.seed_time, return_counts=True)
 
     def __len__(self) -> int:
         steps = -(-len(self.table) // self.batch_size)
@@ -98,19 +105,28 @@ class TrainBatches:
                 rows = torch.cat([rows, order[:self.world - len(rows)]])
             yield rows.tensor_split(self.world)[self.rank]
 
-    def batch(self, rows: Tensor, positives: tuple[Tensor, Tensor] | None = None) -> Batch:
+    def batch(self, rows: Tensor, positives: Positives | None = None) -> Batch:
         """The batch of table rows ``rows`` ``(B,)``; purchase draws ``positives`` if not given."""
         seed_time, entity = self.seed_time.index_select(0, rows), self.entity.index_select(0, rows)
         inputs = self._inputs(self.seed_type, entity, seed_time)
         if not self.table.is_link:
             return Batch(inputs, self.label.index_select(0, rows))
-        article, log_q = positives if positives is not None else self.draw_positives()
-        article = article.index_select(0, rows)
-        target = self._inputs(ARTICLE, article, seed_time)
+        positives = positives if positives is not None else self.draw_positives()
+        article = positives.article.index_select(0, rows)
+        key_time, log_q = seed_time, positives.log_q(article, seed_time, self._expected_uniform(seed_time))
+        negative = torch.zeros(len(article), dtype=torch.bool)
+        if self.negatives:
+            size, gen = (self.negatives,), self.generator
+            drawn = torch.randint(self.snapshot.num_nodes[ARTICLE], size, generator=gen)
+            at = seed_time.index_select(0, torch.randint(len(rows), size, generator=gen))
+            log_q = torch.cat([log_q, positives.log_q(drawn, at, self._expected_uniform(at))])
+            article, key_time = torch.cat([article, drawn]), torch.cat([seed_time, at])
+            negative = torch.cat([negative, torch.ones(self.negatives, dtype=torch.bool)])
+        target = self._inputs(ARTICLE, article, key_time)
         history = snapshot_history(self.snapshot, entity, seed_time)
-        extras = PurchaseExtras(article, snapshot_popularity(self.snapshot, article, seed_time), history,
-                                self._bought(rows, history.article))
-        return Batch(inputs, target, log_q.index_select(0, rows), extras)
+        extras = PurchaseExtras(article, snapshot_popularity(self.snapshot, article, key_time), history,
+                                self._bought(rows, history.article), negative if self.negatives else None)
+        return Batch(inputs, target, log_q, extras)
 
     def _inputs(self, seed_type: str, seeds: Tensor, seed_time: Tensor) -> ModelInputs:
         batch = self.sampler.sample(seed_type, seeds, seed_time, generator=self.generator)
@@ -125,13 +141,45 @@ class TrainBatches:
         width = self.snapshot.num_nodes[ARTICLE]
         return torch.isin(torch.arange(len(rows)).unsqueeze(1) * width + article, row * width + items)
 
-    def draw_positives(self) -> tuple[Tensor, Tensor]:
-        """Per row, one target article drawn uniformly among the row's targets, and ``log_q``: the
-        log of how many rows drew that article at that seed time; both ``(n,)``."""
+    def _expected_uniform(self, seed_time: Tensor) -> Tensor:
+        """``(n,)`` how often one article at each seed time is expected among a batch's catalogue
+        negatives, in the units of :class:`Positives`' counts (one epoch's draws over the batches)."""
+        if not self.negatives:
+            return torch.zeros(len(seed_time))
+        at = self.rows_at[np.searchsorted(self.times, seed_time.numpy())]
+        share = self.negatives * self.world / (self.batch_size * self.snapshot.num_nodes[ARTICLE])
+        return torch.from_numpy(at * share)
+
+    def draw_positives(self) -> Positives:
+        """Per row, one target article drawn uniformly among the row's targets, with how many rows
+        drew each (article, seed time)."""
         counts = self.table.num_targets()
         pick = self.table.target_ptr[:-1] + (self.rng.random(len(counts)) * counts).astype(np.int64)
         article = self.table.target_items[pick]
-        _, group, drawn = np.unique(np.stack([article, self.table.seed_time]), axis=1, return_inverse=True,
-                                    return_counts=True)
-        log_q = np.log(drawn[group.reshape(-1)]).astype(np.float32)
-        return torch.from_numpy(article), torch.from_numpy(log_q)
+        width = self.snapshot.num_nodes[ARTICLE] if self.snapshot is not None else int(article.max()) + 1
+        pairs, drawn = np.unique(self.table.seed_time * width + article, return_counts=True)
+        return Positives(torch.from_numpy(article), pairs, drawn, width)
+
+
+class Positives(NamedTuple):
+    """One epoch's drawn positive per row and how often each (article, seed time) was drawn.
+
+    Args:
+        article: ``(n,)`` int64 the positive of each table row.
+        pairs: ``(P,)`` sorted ``seed_time * width + article`` of the drawn pairs.
+        drawn: ``(P,)`` how many rows drew each pair.
+        width: the number of articles.
+    """
+
+    article: Tensor
+    pairs: np.ndarray
+    drawn: np.ndarray
+    width: int
+
+    def log_q(self, article: Tensor, seed_time: Tensor, uniform: Tensor) -> Tensor:
+        """``(n,)`` float32 log of how often each (article, seed time) is expected among a batch's
+        keys: its draws as a positive plus ``uniform``, its expected draws as a catalogue negative."""
+        key = seed_time.numpy() * self.width + article.numpy()
+        at = np.minimum(np.searchsorted(self.pairs, key), len(self.pairs) - 1)
+        drawn = np.where(self.pairs[at] == key, self.drawn[at], 0)
+        return torch.from_numpy(np.log(drawn + uniform.numpy()).astype(np.float32))

@@ -54,6 +54,8 @@ class TaskRecipe:
             :class:`models.graph.sampler.SamplerConfig`.
         log_target: the sales head learns ``log1p`` of its target (see
             :class:`models.nn.heads.SalesHead`; docs/decisions.md, "Sales in log space").
+        negatives: purchase: articles drawn uniformly from the catalogue as extra negatives of
+            every batch, as a share of its rows (see :class:`training.fit.batches.TrainBatches`).
     """
 
     fanouts: tuple[int, ...] = (12, 4)
@@ -69,6 +71,7 @@ class TaskRecipe:
     patience: int = 3
     per_day: int = 0
     log_target: bool = True
+    negatives: float = 0.25
 
     def batch_size(self, rows: int, largest: int) -> int:
         """Rows per step for a table of ``rows`` rows: ``largest``, or smaller on small data (see
@@ -103,8 +106,8 @@ class FitConfig:
             layout; see docs/dataset-spec.md).
         all_tasks: ``tasks`` are ``--task all``: a task the data cannot train (sales on count-only
             data) is skipped with a warning instead of refused.
-        epochs, max_train_cutoffs, lr, fanouts, hidden, max_steps_per_epoch, patience: override
-            every task's recipe
+        epochs, max_train_cutoffs, lr, fanouts, hidden, max_steps_per_epoch, patience, per_day,
+            aggregation, negatives: override every task's recipe
             (``max_train_cutoffs=0``: every training cutoff).
         compile: ``none``, ``dynamic`` or ``buckets`` for the training step.
         seed: seeds the model initialisation, shuffling and neighbour sampling.
@@ -147,6 +150,7 @@ class FitConfig:
     patience: int | None = None
     per_day: int | None = None
     aggregation: str | None = None
+    negatives: float | None = None
     compile: str = "none"
     seed: int = 0
     batch_size: int = 256
@@ -178,6 +182,8 @@ class FitConfig:
             raise FitError(f"--max-val-rows must be 0 (all) or more, got {self.max_val_rows}")
         if self.per_day is not None and self.per_day < 0:
             raise FitError(f"--per-day must be 0 (no limit) or more, got {self.per_day}")
+        if self.negatives is not None and not (math.isfinite(self.negatives) and self.negatives >= 0):
+            raise FitError(f"--negatives must be a non-negative share of the batch, got {self.negatives}")
         if self.max_train_cutoffs is not None and self.max_train_cutoffs < 0:
             raise FitError(f"--max-train-cutoffs must be 0 (all) or more, got {self.max_train_cutoffs}")
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
@@ -210,7 +216,7 @@ class FitConfig:
     def recipe(self, task: str) -> TaskRecipe:
         """The task's recipe with this config's overrides applied."""
         names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden", "max_steps_per_epoch", "patience",
-                 "per_day", "aggregation")
+                 "per_day", "aggregation", "negatives")
         overrides = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         if "max_steps_per_epoch" in overrides:  # the user's number, as given
             overrides["max_growth"] = 1.0
@@ -263,6 +269,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aggregation",
                    help="neighbour aggregation per hop: mean, sum, max, std, or several joined by + "
                         f"(default: {TaskRecipe.aggregation})")
+    p.add_argument("--negatives", type=float, metavar="SHARE",
+                   help="purchase: articles drawn uniformly from the catalogue as extra negatives of every "
+                        f"batch, as a share of its rows (default: {TaskRecipe.negatives:g})")
     p.add_argument("--hidden", type=int, help=f"width of the GNN and heads (default: {TaskRecipe.hidden})")
     p.add_argument("--train-strategy", default=d.train_strategy, choices=SAMPLER_STRATEGIES,
                    help="neighbour sampling in training (serving samples the last neighbours)")
@@ -297,7 +306,7 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
             epochs=args.epochs, max_train_cutoffs=args.max_train_cutoffs, lr=args.lr,
             fanouts=tuple(args.fanouts) if args.fanouts else None, hidden=args.hidden,
             max_steps_per_epoch=args.max_steps_per_epoch, patience=args.patience, per_day=args.per_day,
-            aggregation=args.aggregation, compile=args.compile,
+            aggregation=args.aggregation, negatives=args.negatives, compile=args.compile,
             seed=args.seed, batch_size=args.batch_size, train_strategy=args.train_strategy,
             weight_decay=args.weight_decay, serve_batch_size=args.serve_batch_size, threads=args.threads,
             time_budget=args.time_budget, eval_batch_size=args.eval_batch_size,

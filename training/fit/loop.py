@@ -61,7 +61,8 @@ def training_ladders(batches: TrainBatches, num_samples: int = 8) -> list[Bucket
     max_sizes, most = batches.sampler.max_sizes, batches.batch_size
     ladders = [BucketLadder.fitted([s.inputs for s in samples], max_sizes, batches.seed_type, most)]
     if isinstance(samples[0].target, ModelInputs):
-        ladders.append(BucketLadder.fitted([s.target for s in samples], max_sizes, ARTICLE, most))
+        ladders.append(BucketLadder.fitted([s.target for s in samples], max_sizes, ARTICLE,
+                                           most + batches.negatives))
     return ladders
 
 

@@ -82,7 +82,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
                                                             recipe.per_day))
     batch_size = recipe.batch_size(len(tables["train"]), config.batch_size)
     batches = TrainBatches(snapshot, tables["train"], train_sampler, spec.entity_type, batch_size,
-                           config.seed, recipe.steps_per_epoch(len(tables["train"])))
+                           config.seed, recipe.steps_per_epoch(len(tables["train"])),
+                           negatives=round(recipe.negatives * batch_size))
     serve_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, "last", recipe.per_day))
     serve_ladder = fitted_ladder(snapshot, serve_sampler, spec.entity_type, config.serve_batch_size,
                                  config.seed)
@@ -150,7 +151,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         "max_steps_per_epoch": recipe.max_steps_per_epoch, "steps_per_epoch": len(batches),
         "steps_run": trainer.steps_done,
         "seed": config.seed, "lr": recipe.lr,
-        **({"repeat_shift": float(model.head.repeat_shift)} if spec.ranks else {}),
+        **({"repeat_shift": float(model.head.repeat_shift), "catalogue_negatives": batches.negatives}
+           if spec.ranks else {}),
         "batch_size": batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
         "train_rows": len(tables["train"]), "val_rows": len(tables["val"]),
         "sampler_strategy": config.train_strategy,
