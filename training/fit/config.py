@@ -56,6 +56,9 @@ class TaskRecipe:
             :class:`models.nn.heads.SalesHead`; docs/decisions.md, "Sales in log space").
         negatives: purchase: articles drawn uniformly from the catalogue as extra negatives of
             every batch, as a share of its rows (see :class:`training.fit.batches.TrainBatches`).
+        average_half_life: half-life in epochs of the moving average of the weights that each
+            epoch is validated and kept with (:mod:`training.fit.averaging`; ``0``: the last
+            step's weights).
     """
 
     fanouts: tuple[int, ...] = (12, 4)
@@ -72,6 +75,7 @@ class TaskRecipe:
     per_day: int = 0
     log_target: bool = True
     negatives: float = 0.25
+    average_half_life: float = 0.0
 
     def batch_size(self, rows: int, largest: int) -> int:
         """Rows per step for a table of ``rows`` rows: ``largest``, or smaller on small data (see
@@ -107,7 +111,7 @@ class FitConfig:
         all_tasks: ``tasks`` are ``--task all``: a task the data cannot train (sales on count-only
             data) is skipped with a warning instead of refused.
         epochs, max_train_cutoffs, lr, fanouts, hidden, max_steps_per_epoch, patience, per_day,
-            aggregation, negatives: override every task's recipe
+            aggregation, negatives, average_half_life: override every task's recipe
             (``max_train_cutoffs=0``: every training cutoff).
         compile: ``none``, ``dynamic`` or ``buckets`` for the training step.
         seed: seeds the model initialisation, shuffling and neighbour sampling.
@@ -151,6 +155,7 @@ class FitConfig:
     per_day: int | None = None
     aggregation: str | None = None
     negatives: float | None = None
+    average_half_life: float | None = None
     compile: str = "none"
     seed: int = 0
     batch_size: int = 256
@@ -190,6 +195,10 @@ class FitConfig:
             raise FitError(f"--lr must be a positive number, got {self.lr}")
         if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0) or self.threads < 0:
             raise FitError("--weight-decay and --threads must be non-negative numbers")
+        if self.average_half_life is not None and not (math.isfinite(self.average_half_life)
+                                                       and self.average_half_life >= 0):
+            raise FitError(f"--average-half-life must be 0 (off) or a positive number of epochs, "
+                           f"got {self.average_half_life}")
         if not 0 <= self.seed < 2**32:  # numpy's generators take seeds in this range only
             raise FitError(f"--seed must be in 0..{2**32 - 1}, got {self.seed}")
         if self.fanouts is not None and (not self.fanouts or min(self.fanouts) < 1):
@@ -216,7 +225,7 @@ class FitConfig:
     def recipe(self, task: str) -> TaskRecipe:
         """The task's recipe with this config's overrides applied."""
         names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden", "max_steps_per_epoch", "patience",
-                 "per_day", "aggregation", "negatives")
+                 "per_day", "aggregation", "negatives", "average_half_life")
         overrides = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         if "max_steps_per_epoch" in overrides:  # the user's number, as given
             overrides["max_growth"] = 1.0
@@ -276,6 +285,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--train-strategy", default=d.train_strategy, choices=SAMPLER_STRATEGIES,
                    help="neighbour sampling in training (serving samples the last neighbours)")
     p.add_argument("--weight-decay", type=float, default=d.weight_decay)
+    p.add_argument("--average-half-life", type=float, metavar="EPOCHS",
+                   help="validate and keep a moving average of the weights with this half-life in epochs, "
+                        "0: the last step's weights (default: "
+                        + ", ".join(f"{task} {r.average_half_life:g}" for task, r in RECIPES.items()) + ")")
     p.add_argument("--serve-batch-size", type=int, default=d.serve_batch_size,
                    help="largest serving batch the bundle's bucket ladder holds")
     p.add_argument("--threads", type=int, default=d.threads, help="torch threads (0: torch's default)")
@@ -308,7 +321,8 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
             max_steps_per_epoch=args.max_steps_per_epoch, patience=args.patience, per_day=args.per_day,
             aggregation=args.aggregation, negatives=args.negatives, compile=args.compile,
             seed=args.seed, batch_size=args.batch_size, train_strategy=args.train_strategy,
-            weight_decay=args.weight_decay, serve_batch_size=args.serve_batch_size, threads=args.threads,
+            weight_decay=args.weight_decay, average_half_life=args.average_half_life,
+            serve_batch_size=args.serve_batch_size, threads=args.threads,
             time_budget=args.time_budget, eval_batch_size=args.eval_batch_size,
             max_val_rows=args.max_val_rows,
             warm_serving_cache=args.warm_serving_cache, rebuild_snapshot=args.rebuild_snapshot,

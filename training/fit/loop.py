@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -23,6 +25,7 @@ from models.runtime.compile import CompileConfig, compiled_graph_count
 from models.runtime.train_step import TrainStep, tensor_lr_adam
 from models.schema import ARTICLE
 from training.fit import distributed
+from training.fit.averaging import WeightAverage
 from training.fit.batches import TrainBatches
 
 
@@ -78,10 +81,13 @@ class Trainer:
         weight_decay: Adam weight decay.
         compile: ``none``, ``dynamic`` or ``buckets`` (ladders fitted on training batches).
         progress: one tqdm bar per epoch on stderr when it is a terminal, else one line per epoch.
+        average_half_life: half-life in epochs of the weight average that :meth:`averaged` puts in
+            the model (:mod:`training.fit.averaging`; ``0``: no average, the last step's weights).
     """
 
     def __init__(self, model: TaskModel, batches: TrainBatches, schedule: LRSchedule, epochs: int,
-                 weight_decay: float = 0.0, compile: str = "none", progress: bool = True) -> None:
+                 weight_decay: float = 0.0, compile: str = "none", progress: bool = True,
+                 average_half_life: float = 0.0) -> None:
         self.model = model
         self.batches = batches
         self.schedule = schedule
@@ -93,6 +99,17 @@ class Trainer:
         self.progress = progress
         self.steps_done = 0
         self.graphs_per_epoch: list[int] = []
+        self.average = (WeightAverage(model.parameters(), len(batches), average_half_life)
+                        if average_half_life > 0 else None)
+
+    @contextmanager
+    def averaged(self) -> Iterator[None]:
+        """The model holds the averaged weights inside the block (the trained ones without an average)."""
+        if self.average is None:
+            yield
+        else:
+            with self.average.swapped():
+                yield
 
     def run_epoch(self, epoch: int) -> float:
         """Train one epoch; returns its mean loss (the one host sync of the epoch)."""
@@ -106,6 +123,8 @@ class Trainer:
                 group["lr"].fill_(self.schedule(self.steps_done))
             total += self.step(*batch)
             self.steps_done += 1
+            if self.average is not None:
+                self.average.update()
         mean_loss = float(distributed.mean(total)) / max(1, len(self.batches))
         bar.set_postfix(loss=f"{mean_loss:.4f}")
         bar.close()

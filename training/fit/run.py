@@ -4,8 +4,9 @@
 [--epochs N] [--compile {none,dynamic,buckets}] [--seed S] ...`` (``--help`` lists the rest)
 
 For each task: build the task tables from the graph snapshot, train (one progress bar per
-epoch), keep the epoch with the best validation score (measured through the serving inference
-path), score it on the test week next to every baseline, and write the bundle
+epoch), keep the epoch with the best validation score (of a moving average of the weights,
+:mod:`training.fit.averaging`, measured through the serving inference path), score it on the test
+week next to every baseline, and write the bundle
 ``ARTIFACTS/<task>/`` (weights, config, metrics.json) beside the snapshot ``ARTIFACTS/snapshot/``
 (or, with ``--next-version``, the next version ``ARTIFACTS/<task>/<N>/`` of the model repository).
 With a server's state directory as ``--data`` it trains on the graph that server serves and writes
@@ -105,7 +106,7 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     schedule = LRSchedule(recipe.lr, recipe.epochs * len(batches), config.warmup_fraction,
                           config.final_lr_ratio)
     trainer = Trainer(model, batches, schedule, recipe.epochs, config.weight_decay, config.compile,
-                      config.progress)
+                      config.progress, recipe.average_half_life)
     best_epoch, best_val, best_state = -1, {}, {}
     epochs_run, stopped_by_budget, epoch_seconds = 0, False, plan.epoch_seconds
     for epoch in range(recipe.epochs):
@@ -120,18 +121,21 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         loss = trainer.run_epoch(epoch)
         model.eval()  # evaluation (and the purchase article keys) never run in training mode
         trained = time.perf_counter() - clock
-        # same stop on every rank; purchase also picks its repeat shift here (training.fit.calibrate)
-        val = distributed.from_main(partial(score, inference, tables["val"], "val", config, calibrate=True))
+        with trainer.averaged():  # the weights validated are the ones kept (training.fit.averaging)
+            # same stop on every rank; purchase also picks its repeat shift here (training.fit.calibrate)
+            val = distributed.from_main(partial(score, inference, tables["val"], "val", config,
+                                                calibrate=True))
+            better = best_epoch < 0 or improves(val[spec.primary_metric], best_val[spec.primary_metric],
+                                                spec.higher_is_better)
+            if better:
+                best_epoch, best_val = epoch, val
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         epochs_run, epoch_seconds = epoch + 1, time.perf_counter() - clock
         shift = f", repeat shift {float(model.head.repeat_shift):g}" if spec.ranks else ""
         log(config, f"{task} epoch {epoch + 1}: train loss {loss:.4f}, "
                     f"val {spec.primary_metric} {val[spec.primary_metric]:.4f}{shift} "
                     f"(train {trained:.1f} s, val {epoch_seconds - trained:.1f} s)")
-        if best_epoch < 0 or improves(val[spec.primary_metric], best_val[spec.primary_metric],
-                                      spec.higher_is_better):
-            best_epoch, best_val = epoch, val
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        elif epoch - best_epoch >= recipe.patience:
+        if not better and epoch - best_epoch >= recipe.patience:
             log(config, f"{task}: stopping early, no better validation score for {recipe.patience} epochs")
             break
     model.load_state_dict(best_state)
@@ -150,7 +154,7 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
         "epochs": recipe.epochs, "epochs_run": epochs_run, "best_epoch": best_epoch + 1,
         "max_steps_per_epoch": recipe.max_steps_per_epoch, "steps_per_epoch": len(batches),
         "steps_run": trainer.steps_done,
-        "seed": config.seed, "lr": recipe.lr,
+        "seed": config.seed, "lr": recipe.lr, "average_half_life": recipe.average_half_life,
         **({"repeat_shift": float(model.head.repeat_shift), "catalogue_negatives": batches.negatives}
            if spec.ranks else {}),
         "batch_size": batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
