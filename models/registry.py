@@ -285,7 +285,9 @@ for _spec in (
         higher_is_better=False, labels=_LABELS + "sales_labels", load_share=15,
         baselines={"last_week": _BASELINES + "sales_last_week", "lightgbm": _LIGHTGBM + "lightgbm_entity"},
         # twice the default steps: the log1p head was still improving at 120 (docs/decisions.md,
-        # "Sales in log space"); an epoch is ~3 s on the dev data
+        # "Sales in log space"); an epoch is ~3 s on the dev data. A moving average of the weights
+        # is validated and kept: the epoch-to-epoch noise of a small validation week decided which
+        # epoch was kept ("Sales validates a moving average of its weights")
         recipe={"max_steps_per_epoch": 240, "average_half_life": 0.5},
         question="an article's summed sales price over the next 7 days",
         answer_fields=(_history("the article's sales"),),
