@@ -83,7 +83,9 @@ class TrainBatches:
         self.seed_time = torch.from_numpy(table.seed_time)
         self.label = None if table.is_link else torch.from_numpy(table.label.astype(np.float32))
         self.negatives = -(-negatives // self.world) if table.is_link else 0  # this rank's share
-        self.times, self.rows_at = np.unique(table.seed_time, return_counts=True)
+        # rows per seed time, for the catalogue negatives' expected draws (only they need it)
+        self.times, self.rows_at = (np.unique(table.seed_time, return_counts=True) if self.negatives
+                                    else (None, None))
 
     def __len__(self) -> int:
         steps = -(-len(self.table) // self.batch_size)
@@ -114,18 +116,18 @@ class TrainBatches:
         positives = positives if positives is not None else self.draw_positives()
         article = positives.article.index_select(0, rows)
         key_time, log_q = seed_time, positives.log_q(article, seed_time, self._expected_uniform(seed_time))
-        negative = torch.zeros(len(article), dtype=torch.bool)
+        negative = None
         if self.negatives:
             size, gen = (self.negatives,), self.generator
             drawn = torch.randint(self.snapshot.num_nodes[ARTICLE], size, generator=gen)
             at = seed_time.index_select(0, torch.randint(len(rows), size, generator=gen))
             log_q = torch.cat([log_q, positives.log_q(drawn, at, self._expected_uniform(at))])
+            negative = torch.arange(len(article) + self.negatives) >= len(article)
             article, key_time = torch.cat([article, drawn]), torch.cat([seed_time, at])
-            negative = torch.cat([negative, torch.ones(self.negatives, dtype=torch.bool)])
         target = self._inputs(ARTICLE, article, key_time)
         history = snapshot_history(self.snapshot, entity, seed_time)
         extras = PurchaseExtras(article, snapshot_popularity(self.snapshot, article, key_time), history,
-                                self._bought(rows, history.article), negative if self.negatives else None)
+                                self._bought(rows, history.article), negative)
         return Batch(inputs, target, log_q, extras)
 
     def _inputs(self, seed_type: str, seeds: Tensor, seed_time: Tensor) -> ModelInputs:
@@ -156,7 +158,7 @@ class TrainBatches:
         counts = self.table.num_targets()
         pick = self.table.target_ptr[:-1] + (self.rng.random(len(counts)) * counts).astype(np.int64)
         article = self.table.target_items[pick]
-        width = self.snapshot.num_nodes[ARTICLE] if self.snapshot is not None else int(article.max()) + 1
+        width = self.snapshot.num_nodes[ARTICLE]
         pairs, drawn = np.unique(self.table.seed_time * width + article, return_counts=True)
         return Positives(torch.from_numpy(article), pairs, drawn, width)
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -102,14 +101,9 @@ class Trainer:
         self.average = (WeightAverage(model.parameters(), len(batches), average_half_life)
                         if average_half_life > 0 else None)
 
-    @contextmanager
-    def averaged(self) -> Iterator[None]:
+    def averaged(self) -> AbstractContextManager[None]:
         """The model holds the averaged weights inside the block (the trained ones without an average)."""
-        if self.average is None:
-            yield
-        else:
-            with self.average.swapped():
-                yield
+        return nullcontext() if self.average is None else self.average.swapped()
 
     def run_epoch(self, epoch: int) -> float:
         """Train one epoch; returns its mean loss (the one host sync of the epoch)."""

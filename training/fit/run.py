@@ -4,9 +4,9 @@
 [--epochs N] [--compile {none,dynamic,buckets}] [--seed S] ...`` (``--help`` lists the rest)
 
 For each task: build the task tables from the graph snapshot, train (one progress bar per
-epoch), keep the epoch with the best validation score (of a moving average of the weights,
-:mod:`training.fit.averaging`, measured through the serving inference path), score it on the test
-week next to every baseline, and write the bundle
+epoch), keep the epoch with the best validation score (measured through the serving inference
+path; for a task whose recipe averages its weights, :mod:`training.fit.averaging`, of that
+average), score it on the test week next to every baseline, and write the bundle
 ``ARTIFACTS/<task>/`` (weights, config, metrics.json) beside the snapshot ``ARTIFACTS/snapshot/``
 (or, with ``--next-version``, the next version ``ARTIFACTS/<task>/<N>/`` of the model repository).
 With a server's state directory as ``--data`` it trains on the graph that server serves and writes
