@@ -15,15 +15,19 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 """Version of the computed inputs. Bump it when a formula changes in a way the values that
 :func:`feature_definition` lists do not show; a changed value there is caught by itself."""
 
 WINDOWS_DAYS: tuple[int, ...] = (7, 14, 28, 91, 364)
 RECENCY_CAP_DAYS = 365
+ACTIVE_WEEKS: tuple[int, ...] = (4, 8)
+"""A customer's regularity: the share of its last ``n`` whole weeks (7-day blocks ending at the seed
+time) with a purchase. Articles get zeros: their weekly sales are already in the count windows."""
 FEATURE_NAMES: tuple[str, ...] = (
     *(f"{kind}_{w}d" for w in WINDOWS_DAYS for kind in ("count", "spend", "days")),
     "count_all", "days_all", "days_since_last", "days_since_first", "has_history",
+    *(f"weeks_active_{n}w" for n in ACTIVE_WEEKS),
 )
 NUM_TEMPORAL = len(FEATURE_NAMES)
 # The log1p values of counts reach ~10 on busy nodes; this keeps the inputs of the encoder near unit scale.
@@ -38,7 +42,7 @@ PAIR_WINDOWS = (7, 28, 91)
 """Day windows of the recent-count features."""
 NUM_POPULARITY = len(PAIR_WINDOWS) + 2
 """Per article: log counts over :data:`PAIR_WINDOWS` and over the day before, log days since its last sale."""
-NUM_PAIR = 3 * len(PAIR_WINDOWS) + 9 + NUM_POPULARITY
+NUM_PAIR = 3 * len(PAIR_WINDOWS) + 11 + NUM_POPULARITY
 """Per (customer, past article) pair, see :func:`models.graph.history.customer_history`."""
 
 
@@ -52,13 +56,14 @@ def feature_definition() -> dict[str, Any]:
     """The definition of the computed inputs as this code computes them, in JSON types.
 
     Returns:
-        ``{"version", "temporal": {names, windows_days, recency_cap_days, log_scale},
+        ``{"version", "temporal": {names, windows_days, active_weeks, recency_cap_days, log_scale},
         "history": {slots, edges, pair_windows, num_popularity, num_pair}}``.
     """
     return {
         "version": FEATURE_VERSION,
         "temporal": {"names": list(FEATURE_NAMES), "windows_days": list(WINDOWS_DAYS),
-                     "recency_cap_days": RECENCY_CAP_DAYS, "log_scale": LOG_SCALE},
+                     "active_weeks": list(ACTIVE_WEEKS), "recency_cap_days": RECENCY_CAP_DAYS,
+                     "log_scale": LOG_SCALE},
         "history": {"slots": HISTORY_SLOTS, "edges": HISTORY_EDGES, "pair_windows": list(PAIR_WINDOWS),
                     "num_popularity": NUM_POPULARITY, "num_pair": NUM_PAIR},
     }

@@ -62,12 +62,14 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
 
     Reads each customer's last :data:`HISTORY_EDGES` purchases before ``time``. Per (customer,
     article) pair the features are ``log1p`` of: times bought, days since last and since first
-    bought, times bought in each window of :data:`PAIR_WINDOWS`; whether bought in each window; the
-    slot's recency rank over ``slots``; the share of the customer's purchases; ``log1p`` of the
-    customer's purchases, distinct articles and days since its last purchase; whether the slot is
-    the most recent; ``log1p`` of the customer's purchases in each window; then the article's
-    :func:`article_popularity`. Slots are ordered by the pair's latest purchase (a later row of
-    the same day counts as later, as the repeat baseline orders them).
+    bought, the mean days between its purchases and the days since the last in units of that
+    mean (both 0 for an article bought once), times bought in each window of
+    :data:`PAIR_WINDOWS`; whether bought in each window; the slot's recency rank over ``slots``;
+    the share of the customer's purchases; ``log1p`` of the customer's purchases, distinct articles
+    and days since its last purchase; whether the slot is the most recent; ``log1p`` of the
+    customer's purchases in each window; then the article's :func:`article_popularity`. Slots are
+    ordered by the pair's latest purchase (a later row of the same day counts as later, as the
+    repeat baseline orders them).
 
     Args:
         customer_csr: the customer -> article adjacency.
@@ -116,7 +118,13 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     recent = torch.where(length > 0, time - customer_csr.day.index_select(0, (end - 1).clamp(min=0)).long(),
                          torch.zeros_like(time)).index_select(0, r)
     c = count.index_select(0, keep)
-    columns = [_log(c), _log(t - last.index_select(0, keep)), _log(t - first.index_select(0, keep))]
+    since_last, since_first = t - last.index_select(0, keep), t - first.index_select(0, keep)
+    # A reorder rhythm: the mean days between the pair's purchases, and how many of those gaps have
+    # passed since the last one (how due it is); both 0 for an article bought once.
+    gap = (since_first - since_last).float() / (c - 1).clamp(min=1).float()
+    repeated = (c > 1).float()
+    columns = [_log(c), _log(since_last), _log(since_first), _log(gap) * repeated,
+               _log(since_last.float() / gap.clamp(min=1.0)) * repeated]
     columns += [_log(w.index_select(0, keep)) for w in windows]
     columns += [(w.index_select(0, keep) > 0).float() for w in windows]
     columns += [rank.float() / slots, c.float() / n_events.float(), _log(n_events), _log(n_distinct),

@@ -2,7 +2,9 @@
 
 What a data scientist would hand-build for a customer or an article at a prediction time:
 how many purchases, how much spend and how many distinct active days in the last 7, 14, 28,
-91 and 364 days, days since the last and the first purchase, and lifetime counts. The same
+91 and 364 days, days since the last and the first purchase, lifetime counts, and for a
+customer how many of its last 4 and 8 weeks had a purchase (how regularly it buys, which active
+days cannot tell: four days in one week and one day in each of four weeks look alike). The same
 function runs in training (each row at its own seed time) and in serving (at the snapshot's
 end), so the model reads identical inputs offline and online.
 
@@ -18,12 +20,16 @@ import math
 import torch
 from torch import Tensor
 
-from models.feature_definitions import LOG_SCALE, RECENCY_CAP_DAYS, WINDOWS_DAYS
-from models.schema import ARTICLE
+from models.feature_definitions import ACTIVE_WEEKS, LOG_SCALE, RECENCY_CAP_DAYS, WINDOWS_DAYS
+from models.schema import ARTICLE, CUSTOMER
 from models.store.keyed import prefix_sums
 from models.store.snapshot_prefix import OTHER
 
-_WINDOW_OFFSETS = torch.tensor((0, *WINDOWS_DAYS))
+_WEEK_STARTS = tuple(7 * k for k in range(max(ACTIVE_WEEKS) + 1))  # days before the seed time
+# Every boundary searched once: the seed time, each window's start, then the week starts not among them.
+_OFFSETS = (0, *WINDOWS_DAYS, *(d for d in _WEEK_STARTS if d not in (0, *WINDOWS_DAYS)))
+_WINDOW_OFFSETS = torch.tensor(_OFFSETS)
+_WEEK_COLUMNS = torch.tensor([_OFFSETS.index(d) for d in _WEEK_STARTS])
 
 
 def temporal_features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tensor:
@@ -38,7 +44,8 @@ def temporal_features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) 
     Returns:
         ``(N, NUM_TEMPORAL)`` float32 in the order of :data:`FEATURE_NAMES`: ``log1p`` of counts,
         spend (in units of the snapshot's mean price) and distinct days per window, scaled; recency
-        and age as ``log1p(days) / log1p(cap)``; ``has_history`` 0/1.
+        and age as ``log1p(days) / log1p(cap)``; ``has_history`` 0/1; the share of the last
+        :data:`models.feature_definitions.ACTIVE_WEEKS` weeks with a purchase (0 for articles).
     """
     ids, seed_time = ids.long(), seed_time.long()
     if ids.numel() == 0:
@@ -58,8 +65,12 @@ def _features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tenso
     n, w = ids.numel(), len(WINDOWS_DAYS)
     # One search and one gather per prefix array for every window at once: a serving batch has a
     # few dozen nodes, where the per-call overhead of ~50 small torch ops was most of the cost.
-    times = seed_time[:, None] - _WINDOW_OFFSETS  # (N, 1 + W): the seed time, then each window's start
-    ends = prefix.before(ids[:, None].expand(n, w + 1).reshape(-1), times.reshape(-1)).view(n, w + 1)
+    offsets = _WINDOW_OFFSETS if node_type == CUSTOMER else _WINDOW_OFFSETS[:w + 1]
+    times = seed_time[:, None] - offsets  # (N, K): the seed time, each window's start, [week starts]
+    k = offsets.numel()
+    ends = prefix.before(ids[:, None].expand(n, k).reshape(-1), times.reshape(-1)).view(n, k)
+    weeks = _active_weeks(ends, node_type)
+    ends = ends[:, :w + 1]
     start = csr.rowptr.index_select(0, ids)
     end, lo = ends[:, 0], ends[:, 1:]
     positions = torch.cat([ends, start[:, None]], dim=1).reshape(-1)  # (N * (W + 2),)
@@ -82,7 +93,17 @@ def _features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tenso
     cap = math.log1p(RECENCY_CAP_DAYS)
     recency = since_last.clamp(max=RECENCY_CAP_DAYS).double().log1p() / cap
     age = since_first.clamp(min=0, max=RECENCY_CAP_DAYS).double().log1p() / cap
-    return torch.cat([logged, recency[:, None], age[:, None], has[:, None].double()], dim=1).float()
+    return torch.cat([logged, recency[:, None], age[:, None], has[:, None].double(), weeks], dim=1).float()
+
+
+def _active_weeks(ends: Tensor, node_type: str) -> Tensor:
+    """``(N, K)`` edge positions before each of ``_OFFSETS`` -> ``(N, len(ACTIVE_WEEKS))`` share of
+    the last weeks with a purchase; zeros for articles (searched for the windows alone)."""
+    if node_type != CUSTOMER:
+        return torch.zeros(ends.shape[0], len(ACTIVE_WEEKS), dtype=torch.float64)
+    week_ends = ends.index_select(1, _WEEK_COLUMNS)  # newest week start first
+    active = (week_ends[:, :-1] > week_ends[:, 1:]).double()
+    return torch.stack([active[:, :n].mean(dim=1) for n in ACTIVE_WEEKS], dim=1)
 
 
 def mean_price(snapshot) -> float:

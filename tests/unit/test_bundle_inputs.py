@@ -15,9 +15,11 @@ import pytest
 import torch
 
 import models.feature_definitions as definitions
+import models.runtime.bundle_inputs as bundle_inputs
 from models.feature_definitions import (
     FEATURE_DEFINITION_V1,
     FEATURE_VERSION,
+    NUM_TEMPORAL,
     feature_definition,
     snapshot_schema,
 )
@@ -110,7 +112,8 @@ def test_a_changed_window_in_the_code_is_named(artifacts: Path, monkeypatch) -> 
      f"version {FEATURE_VERSION + 1} != {FEATURE_VERSION}"),
     (lambda c: c["feature_definition"]["temporal"].update(log_scale=0.5), "temporal log_scale 0.5 != 0.25"),
     (lambda c: c["feature_definition"]["temporal"]["names"].remove("has_history"),
-     "temporal names 19 != 20 names (only in the bundle: none; only here: has_history)"),
+     f"temporal names {NUM_TEMPORAL - 1} != {NUM_TEMPORAL} names "
+     "(only in the bundle: none; only here: has_history)"),
     (lambda c: c["feature_definition"]["history"].update(pair_windows=[7, 28]),
      "history pair_windows (7, 28) != (7, 28, 91)"),
 ])
@@ -146,16 +149,18 @@ def test_an_old_bundle_loads_as_version_1_while_the_code_equals_it(artifacts: Pa
                                                                    monkeypatch) -> None:
     root = copy_with(artifacts, tmp_path, old_format)
     snapshot = GraphSnapshot.open(root / SNAPSHOT_DIR)
+    monkeypatch.setattr(bundle_inputs, "feature_definition", lambda: FEATURE_DEFINITION_V1)
     config, _ = load_bundle(root / TASK, snapshot)
     assert config.feature_definition is None and config.snapshot_schema is None
-    monkeypatch.setattr(definitions, "RECENCY_CAP_DAYS", 180)
+    monkeypatch.undo()
     message = refusal(root / TASK, snapshot)
     assert ("bundle written before feature definitions were recorded, so read as version 1, which differs "
-            "from this code (bundle != code): temporal recency_cap_days 365 != 180; retrain it") in message
+            f"from this code (bundle != code): version 1 != {FEATURE_VERSION}") in message
 
 
 def test_an_old_bundle_over_a_snapshot_of_other_widths_names_them(artifacts: Path, tables: RelTables,
-                                                                  tmp_path: Path) -> None:
+                                                                  tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(bundle_inputs, "feature_definition", lambda: FEATURE_DEFINITION_V1)
     root = copy_with(artifacts, tmp_path, old_format)
     snapshot = snapshot_with(tables, tmp_path, cardinalities=(8, 8, 8, 9))
     message = refusal(root / TASK, snapshot)

@@ -63,6 +63,8 @@ def brute_history(purchases, customer: int, time: int) -> list[tuple[int, list[f
         mine = [d for d, _, b in events if b == a]
         in_window = [sum(d >= time - w for d in mine) for w in WINDOWS]
         row = [log1p(len(mine)), log1p(time - max(mine)), log1p(time - min(mine))]
+        gap = (max(mine) - min(mine)) / (len(mine) - 1) if len(mine) > 1 else 0.0
+        row += [log1p(gap), log1p((time - max(mine)) / max(gap, 1.0))] if len(mine) > 1 else [0.0, 0.0]
         row += [log1p(n) for n in in_window] + [float(n > 0) for n in in_window]
         row += [rank / HISTORY_SLOTS, len(mine) / len(events), log1p(len(events)), log1p(len(latest)),
                 log1p(time - events[-1][0]), float(rank == 0)]
@@ -95,10 +97,10 @@ def test_seed_day_purchases_are_excluded(snapshot, purchases) -> None:
     # 7 and 28 days before the seed time are the windows' first days; 29 days before is outside.
     for article, in_7, in_28 in ((37, 1.0, 1.0), (38, 0.0, 1.0)):
         slot = before.index(article)
-        assert history.features[0, slot, 6:8].tolist() == [in_7, in_28]
+        assert history.features[0, slot, 8:10].tolist() == [in_7, in_28]
     late = snapshot_history(snapshot, torch.tensor([0]), torch.tensor([151]))
     slot = late.article[0].tolist().index(38)
-    assert late.features[0, slot, 7].item() == 0.0
+    assert late.features[0, slot, 9].item() == 0.0
 
 
 def test_popularity_matches_plain_loops(snapshot, purchases) -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.feature_definitions import FEATURE_NAMES, RECENCY_CAP_DAYS, WINDOWS_DAYS
+from models.feature_definitions import ACTIVE_WEEKS, FEATURE_NAMES, RECENCY_CAP_DAYS, WINDOWS_DAYS
 from models.graph.features import gather_inputs, table_specs
 from models.graph.sampler import TemporalSampler
 from models.graph.temporal_features import temporal_features
@@ -52,6 +52,10 @@ def brute_force(tables: RelTables, node_type: str, node: int, seed_time: int) ->
                 math.log1p(min(seed_time - first, RECENCY_CAP_DAYS)) / cap, 1.0]
     else:
         out += [1.0, 0.0, 0.0]
+    for n in ACTIVE_WEEKS:  # a customer's weeks with a purchase, [s - 7(k+1), s - 7k) for k < n
+        active = sum(any(seed_time - 7 * (k + 1) <= d < seed_time - 7 * k for d, _ in events)
+                     for k in range(n))
+        out.append(active / n if node_type == CUSTOMER else 0.0)
     return out
 
 
@@ -65,7 +69,8 @@ def test_matches_brute_force_at_window_edges(tables: RelTables, snapshot: GraphS
     ids, times = [], []
     for i in picks:  # seed times on the event's own day, the day after, and each window edge
         day = int(tx.day[i])
-        edges = (*(day + w for w in WINDOWS_DAYS), *(day + w + 1 for w in WINDOWS_DAYS))
+        starts = (*WINDOWS_DAYS, *(7 * k for k in range(1, max(ACTIVE_WEEKS) + 1)))
+        edges = (*(day + w for w in starts), *(day + w + 1 for w in starts))
         for seed_time in (day, day + 1, *edges):
             ids.append(int(owner[i]))
             times.append(seed_time)
