@@ -70,7 +70,7 @@ def test_replays_before_serving_then_follows_and_reports(tmp_path: Path, snapsho
         assert lag == 1.0  # the replayed batches are not lag samples
         assert registry.get_sample_value("relserve_ingest_applied_batches_total", {"task": "churn"}) == 1.0
         assert registry.get_sample_value("relserve_article_key_refreshes_total", {"task": "churn"}) == 1.0
-        assert 3 in refreshes
+        wait_for(lambda: 3 in refreshes, timeout=2.0)  # the keys' refresh follows the report, paced
     finally:
         follower.stop()
     assert reported(config) is None
