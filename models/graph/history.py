@@ -120,11 +120,10 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     c = count.index_select(0, keep)
     since_last, since_first = t - last.index_select(0, keep), t - first.index_select(0, keep)
     # A reorder rhythm: the mean days between the pair's purchases, and how many of those gaps have
-    # passed since the last one (how due it is); both 0 for an article bought once.
+    # passed since the last one (how due it is); both 0 for an article bought once (first == last).
     gap = (since_first - since_last).float() / (c - 1).clamp(min=1).float()
-    repeated = (c > 1).float()
-    columns = [_log(c), _log(since_last), _log(since_first), _log(gap) * repeated,
-               _log(since_last.float() / gap.clamp(min=1.0)) * repeated]
+    due = since_last.float() / gap.clamp(min=1.0) * (c > 1).float()
+    columns = [_log(c), _log(since_last), _log(since_first), _log(gap), _log(due)]
     columns += [_log(w.index_select(0, keep)) for w in windows]
     columns += [(w.index_select(0, keep) > 0).float() for w in windows]
     columns += [rank.float() / slots, c.float() / n_events.float(), _log(n_events), _log(n_distinct),

@@ -27,9 +27,9 @@ from models.store.snapshot_prefix import OTHER
 
 _WEEK_STARTS = tuple(7 * k for k in range(max(ACTIVE_WEEKS) + 1))  # days before the seed time
 # Every boundary searched once: the seed time, each window's start, then the week starts not among them.
-_OFFSETS = (0, *WINDOWS_DAYS, *(d for d in _WEEK_STARTS if d not in (0, *WINDOWS_DAYS)))
-_WINDOW_OFFSETS = torch.tensor(_OFFSETS)
-_WEEK_COLUMNS = torch.tensor([_OFFSETS.index(d) for d in _WEEK_STARTS])
+_SEARCHED = (0, *WINDOWS_DAYS, *(d for d in _WEEK_STARTS if d not in (0, *WINDOWS_DAYS)))
+_OFFSETS = torch.tensor(_SEARCHED)
+_WEEK_COLUMNS = torch.tensor([_SEARCHED.index(d) for d in _WEEK_STARTS])
 
 
 def temporal_features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tensor:
@@ -65,11 +65,13 @@ def _features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tenso
     n, w = ids.numel(), len(WINDOWS_DAYS)
     # One search and one gather per prefix array for every window at once: a serving batch has a
     # few dozen nodes, where the per-call overhead of ~50 small torch ops was most of the cost.
-    offsets = _WINDOW_OFFSETS if node_type == CUSTOMER else _WINDOW_OFFSETS[:w + 1]
+    customer = node_type == CUSTOMER  # only customers search the week starts
+    offsets = _OFFSETS if customer else _OFFSETS[:w + 1]
     times = seed_time[:, None] - offsets  # (N, K): the seed time, each window's start, [week starts]
     k = offsets.numel()
     ends = prefix.before(ids[:, None].expand(n, k).reshape(-1), times.reshape(-1)).view(n, k)
-    weeks = _active_weeks(ends, node_type)
+    weeks = (_active_weeks(ends.index_select(1, _WEEK_COLUMNS)) if customer
+             else torch.zeros(n, len(ACTIVE_WEEKS), dtype=torch.float64))
     ends = ends[:, :w + 1]
     start = csr.rowptr.index_select(0, ids)
     end, lo = ends[:, 0], ends[:, 1:]
@@ -96,12 +98,9 @@ def _features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tenso
     return torch.cat([logged, recency[:, None], age[:, None], has[:, None].double(), weeks], dim=1).float()
 
 
-def _active_weeks(ends: Tensor, node_type: str) -> Tensor:
-    """``(N, K)`` edge positions before each of ``_OFFSETS`` -> ``(N, len(ACTIVE_WEEKS))`` share of
-    the last weeks with a purchase; zeros for articles (searched for the windows alone)."""
-    if node_type != CUSTOMER:
-        return torch.zeros(ends.shape[0], len(ACTIVE_WEEKS), dtype=torch.float64)
-    week_ends = ends.index_select(1, _WEEK_COLUMNS)  # newest week start first
+def _active_weeks(week_ends: Tensor) -> Tensor:
+    """``(N, 1 + max(ACTIVE_WEEKS))`` edge positions before each week start, newest first ->
+    ``(N, len(ACTIVE_WEEKS))`` share of the last weeks with a purchase."""
     active = (week_ends[:, :-1] > week_ends[:, 1:]).double()
     return torch.stack([active[:, :n].mean(dim=1) for n in ACTIVE_WEEKS], dim=1)
 
