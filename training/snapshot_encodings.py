@@ -6,7 +6,8 @@ a numeric value is standardised with the column's mean and standard deviation. T
 arrays hold only codes and standardised values, so this file records the vocabularies and the
 statistics, read back from the entity files. Best effort: a column whose values cannot be read back
 exactly (a table derived from the transactions, a count that differs from the snapshot's cardinality,
-a timestamp column) is left out, and its new values encode as missing.
+a timestamp column) is left out, and its new values encode as missing. A partial attribute file is
+read back for the ids the snapshot holds only, as the loader encoded it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from models.files import atomic_write
+from models.store.ids import ids_text
 from models.store.live_nodes import ENCODINGS_FILE
 from models.store.tables import NodeTable, RelTables
 from training.data.common import DataError
 from training.data.convert import FLOAT64, TEXT, ConversionError
+from training.data.ids import ID, id_text
 from training.data.sources import read_table, resolve_files
 from training.data.spec import DatasetSpec, NodeSpec
 
@@ -34,12 +37,15 @@ def table_encodings(data_dir: Path, spec: NodeSpec, table: NodeTable) -> dict[st
     if spec.file is None:
         return out
     numeric = [n for n in table.numeric_names if f"{n}_missing" in table.numeric_names]
-    reads = {c: TEXT for c in table.categorical_names} | {c: TEXT for c in numeric}
+    reads = {spec.id: ID} | {c: TEXT for c in table.categorical_names} | {c: TEXT for c in numeric}
     try:
         files = resolve_files(data_dir, spec.file)
         columns = pa.concat_tables([read_table(f, reads) for f in files])
     except (DataError, OSError, pa.ArrowException):
         return out
+    if spec.partial:  # only the rows of the ids the snapshot holds were encoded
+        held = pa.array(ids_text(table.ids), pa.string())
+        columns = columns.filter(pc.is_in(id_text(columns[spec.id].combine_chunks()), value_set=held))
     for column, cardinality in zip(table.categorical_names, table.cardinalities, strict=True):
         values = pc.unique(pc.drop_null(columns[column].combine_chunks()))
         values = pc.take(values, pc.sort_indices(values)).to_pylist()

@@ -2,8 +2,8 @@
 column of any type, so that a CSV file and a Parquet file of the same data read the same.
 
 Values become text as a CSV file would hold them: integers without decimals (``13085``), whole
-floats too (``13085.0`` -> ``13085``, what a float column holding integer ids exports as), other
-numbers in their shortest form, dates as ISO text.
+floats too (``13085.0`` -> ``13085``, what a float column holding integer ids exports as), NaN as
+empty, other numbers in their shortest form, dates as ISO text.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ def to_text(values: pa.Array) -> pa.Array:
     if pa.types.is_large_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
         return _checked(values, pa.string())
     if pa.types.is_floating(kind):
+        # NaN is how a float column (a customer number with gaps) marks a missing value: empty, not 'nan'.
+        values = pc.if_else(pc.is_nan(values), pa.scalar(None, kind), values)
         whole = pc.fill_null(pc.equal(pc.floor(values), values), False)
         if pc.all(pc.or_(whole, pc.is_null(values))).as_py():
             return values.cast(pa.int64()).cast(pa.string())  # 13085.0 -> "13085"

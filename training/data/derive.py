@@ -21,6 +21,7 @@ from training.data.features import feature_reads
 from training.data.ids import check_ids
 from training.data.lines import transaction_lines
 from training.data.nodes import node_table
+from training.data.partial import partial_entities
 from training.data.spec import DatasetSpec, Feature, NodeSpec
 
 COMPACT_ROWS = 4_000_000  # merge the partial counts once they hold this many (id, value) pairs
@@ -89,14 +90,16 @@ class _Modes:
 
 def derive_entities(data_dir: Path, spec: DatasetSpec, note: Callable[[str], object],
                     progress: bool = True) -> dict[str, NodeTable]:
-    """The derived node tables of ``spec`` (``customers``, ``articles`` or both), from one pass.
+    """The node tables of ``spec`` whose ids are the transactions' (``customers``, ``articles`` or
+    both), from one pass: derived ones with their features, partial ones with the features of their
+    file (:func:`training.data.partial.partial_entities`).
 
     Raises:
         DataError: as :func:`training.data.lines.transaction_lines`, and an empty or too long id.
     """
     tx = spec.transactions
-    derived = [n for n in (spec.customers, spec.articles) if n.derived]
-    features = {n.table: n.features or () for n in derived}
+    derived = [n for n in (spec.customers, spec.articles) if n.ids_from_transactions]
+    features = {n.table: (n.features or ()) if n.derived else () for n in derived}
     reads = {}
     for columns in features.values():
         reads |= feature_reads(columns)
@@ -115,12 +118,17 @@ def derive_entities(data_dir: Path, spec: DatasetSpec, note: Callable[[str], obj
                 if f.column in reads:
                     modes[node.table, f.column].add(column, group.extra[f.column], order)
     return {node.table: _table(node, features[node.table], ids[node.table], modes, note, tx.file)
+            if node.derived else partial_entities(data_dir, node, _unique(ids[node.table]), note, progress)
             for node in derived}
+
+
+def _unique(parts: list[pa.Array]) -> pa.Array:
+    return pc.unique(pa.chunked_array(parts, pa.string()).combine_chunks())
 
 
 def _table(node: NodeSpec, features: tuple[Feature, ...], parts: list[pa.Array],
            modes: dict[tuple[str, str], _Modes], note: Callable[[str], object], source: str) -> NodeTable:
-    ids = pc.unique(pa.chunked_array(parts, pa.string()).combine_chunks())
+    ids = _unique(parts)
     columns = {node.id: ids}
     for f in features:
         if (node.table, f.column) in modes:

@@ -2,8 +2,8 @@
 
 - ``categorical``: codes ``1..V`` in sorted value order, ``0`` = empty;
 - ``numeric``: standardised, with a ``<name>_missing`` 0/1 column beside it;
-- ``timestamp``: an ISO date or date and time (or integer epoch seconds), as its day number, then
-  numeric;
+- ``timestamp``: an ISO date or date and time (or integer epoch seconds, or text in the table's
+  ``time_format``), as its day number, then numeric;
 - ``text``: free text, skipped with a note (the model has no text encoder).
 
 A column of type ``auto`` is read as text and typed by its values: integers are categorical when
@@ -26,7 +26,7 @@ from training.data.common import DataError, show
 from training.data.convert import FLOAT64, TEXT, ColumnRead, ConversionError
 from training.data.spec import AUTO, CATEGORICAL, NUMERIC, TIMESTAMP, Feature
 from training.data.spec import TEXT as TEXT_TYPE
-from training.data.times import DATETIME_FORM, day_numbers
+from training.data.times import DATETIME_FORM, day_numbers, formatted
 
 MAX_INTEGER_CATEGORIES = 64
 TEXT_MIN_LENGTH = 20
@@ -78,7 +78,8 @@ def infer_type(values: pa.Array) -> str:
 
 
 def encode_features(table: pa.Table, features: tuple[Feature, ...], label: str,
-                    note: Callable[[str], object], where: Callable[[int], str]) -> EncodedFeatures:
+                    note: Callable[[str], object], where: Callable[[int], str],
+                    time_format: str | None = None) -> EncodedFeatures:
     """Type and encode ``features`` of ``table`` (read with :func:`feature_reads`).
 
     Args:
@@ -87,6 +88,7 @@ def encode_features(table: pa.Table, features: tuple[Feature, ...], label: str,
         label: the table's name for notes (``articles``).
         note: receives one line per skipped column.
         where: the message prefix of row ``k``, for a timestamp that does not parse.
+        time_format: the ``strptime`` format of the timestamp columns (``None``: ISO or epoch seconds).
     """
     types: Mapping[str, str] = {
         f.column: infer_type(table[f.column].combine_chunks()) if f.type == AUTO else f.type for f in features
@@ -103,7 +105,8 @@ def encode_features(table: pa.Table, features: tuple[Feature, ...], label: str,
             names.append(column)
         else:
             values = table[column].combine_chunks()
-            values = _days(values, column, where) if kind == TIMESTAMP else _floats(values, column, where)
+            values = (_days(values, column, where, time_format) if kind == TIMESTAMP
+                      else _floats(values, column, where))
             numeric.extend(standardise(values))
             numeric_names += [column, f"{column}_missing"]
     n = table.num_rows
@@ -128,17 +131,19 @@ def _floats(values: pa.Array, column: str, where: Callable[[int], str]) -> pa.Ar
         raise DataError(f"{where(err.row)}: {what}") from None
 
 
-def _days(values: pa.Array, column: str, where: Callable[[int], str]) -> pa.Array:
-    """Day numbers (float64, null where empty) of ISO dates and times or integer epoch seconds."""
+def _days(values: pa.Array, column: str, where: Callable[[int], str], time_format: str | None) -> pa.Array:
+    """Day numbers (float64, null where empty) of ISO dates and times, integer epoch seconds, or text
+    in ``time_format``."""
     present = pc.drop_null(values)
-    if len(present) and pc.all(pc.match_substring_regex(present, _INTEGER)).as_py():
+    if time_format is None and len(present) and pc.all(pc.match_substring_regex(present, _INTEGER)).as_py():
         values = values.cast(pa.int64())
     else:
+        form = DATETIME_FORM if time_format is None else formatted(time_format)
         try:
-            values = DATETIME_FORM.column_read().convert(values)
+            values = form.column_read().convert(values)
         except ConversionError as err:
             raise DataError(f"{where(err.row)}: cannot parse {column} value {show(err.value)} as "
-                            f"{DATETIME_FORM.words}") from None
+                            f"{form.words}") from None
     days = np.full(len(values), np.nan)
     valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
     days[valid] = day_numbers(pc.drop_null(values))

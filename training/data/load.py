@@ -71,8 +71,8 @@ def load_tables(data_dir: Path, progress: bool = True, strict: bool = True,
     derived = derive_entities(data_dir, spec, note, progress) if _any_derived(spec) else {}
     nodes: dict[str, NodeTable] = {}
     for node in (spec.customers, spec.articles):
-        nodes[node.table] = derived[node.table] if node.derived else read_entities(data_dir, node, note,
-                                                                                    progress)
+        nodes[node.table] = (derived[node.table] if node.ids_from_transactions
+                             else read_entities(data_dir, node, note, progress))
     transactions, unknown = read_purchases(data_dir, spec.transactions, nodes["customers"], nodes["articles"],
                                            strict, progress)
     if unknown:
@@ -84,7 +84,7 @@ def load_tables(data_dir: Path, progress: bool = True, strict: bool = True,
 
 
 def _any_derived(spec: DatasetSpec) -> bool:
-    return spec.customers.derived or spec.articles.derived
+    return spec.customers.ids_from_transactions or spec.articles.ids_from_transactions
 
 
 def _notes(progress: bool) -> Callable[[str], None]:

@@ -19,7 +19,7 @@ from models.store.tables import NodeTable
 from training.data.common import DataError, show
 from training.data.features import encode_features, feature_reads
 from training.data.ids import ID, check_ids, fixed_width, id_text
-from training.data.sources import RowOrigins, read_table, resolve_files, table_label
+from training.data.sources import RowOrigins, read_table, resolve_files
 from training.data.spec import Feature, NodeSpec
 
 
@@ -47,23 +47,32 @@ def read_entities(data_dir: Path, spec: NodeSpec, note: Callable[[str], object],
         DataError: a missing file or column, no rows, an empty, too long or repeated id, or a
             value that does not parse as its type.
     """
+    with progress_bar(total=2, desc=spec.file, unit="step", enabled=progress) as bar:
+        table, features, origins = read_file_table(data_dir, spec)
+        bar.update()
+        nodes = node_table(table, spec, features, origins, note)
+        bar.update()
+    return nodes
+
+
+def read_file_table(data_dir: Path, spec: NodeSpec) -> tuple[pa.Table, tuple[Feature, ...], RowOrigins]:
+    """The id and feature columns of ``spec``'s file or files, the features, and the rows' origins.
+
+    Raises:
+        DataError: a missing file or column, no rows, or a value that does not parse as its type.
+    """
     assert spec.file is not None, "a derived table is built by training.data.derive"
     files = resolve_files(data_dir, spec.file)
     features = spec.features
     if features is None:
         features = tuple(Feature(c) for c in files[0].columns() if c != spec.id)
     reads = {spec.id: ID} | feature_reads(features)
-    label = table_label(spec.file, files)
-    with progress_bar(total=2, desc=label, unit="step", enabled=progress) as bar:
-        parts = [read_table(file, reads) for file in files]
-        origins = RowOrigins.of(spec.file, files, [p.num_rows for p in parts])
-        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        if table.num_rows == 0:
-            raise DataError(f"{origins.label}: no data rows (only a header)")
-        bar.update()
-        nodes = node_table(table, spec, features, origins, note)
-        bar.update()
-    return nodes
+    parts = [read_table(file, reads) for file in files]
+    origins = RowOrigins.of(spec.file, files, [p.num_rows for p in parts])
+    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    if table.num_rows == 0:
+        raise DataError(f"{origins.label}: no data rows (only a header)")
+    return table, features, origins
 
 
 def node_table(table: pa.Table, spec: NodeSpec, features: tuple[Feature, ...], origins: Origins,
@@ -83,7 +92,7 @@ def node_table(table: pa.Table, spec: NodeSpec, features: tuple[Feature, ...], o
     order = np.argsort(ids, kind="stable")
     ids = ids[order]
     check_unique(origins, spec.id, ids, order)
-    encoded = encode_features(table, features, spec.table, note, origins.where)
+    encoded = encode_features(table, features, spec.table, note, origins.where, spec.time_format)
     return NodeTable(
         ids=ids,
         categorical=np.ascontiguousarray(encoded.categorical[order]),

@@ -55,6 +55,11 @@ class NodeSpec:
         features: the feature columns in order; ``None``: every column of the file but the id
             (a derived table then has no features).
         max_id_bytes: the longest id accepted, in UTF-8 bytes (at most :data:`MAX_ID_BYTES`).
+        ids_from_transactions: the ids are those the transactions name (always so for a derived
+            table); with a ``file`` the features come from the file where it has the id (a partial
+            attribute table: ids missing from it get empty features, ids only in it are dropped).
+        time_format: a ``strptime`` format of the table's ``timestamp`` columns; ``None``: ISO dates
+            and times or integer epoch seconds.
     """
 
     table: str
@@ -62,11 +67,18 @@ class NodeSpec:
     id: str
     features: tuple[Feature, ...] | None = None
     max_id_bytes: int = MAX_ID_BYTES
+    ids_from_transactions: bool = False
+    time_format: str | None = None
 
     @property
     def derived(self) -> bool:
-        """Whether the table is derived from the transactions table."""
+        """Whether the table is derived from the transactions table (no file of its own)."""
         return self.file is None
+
+    @property
+    def partial(self) -> bool:
+        """Whether the table's ids are the transactions' and its features come from a file."""
+        return self.file is not None and self.ids_from_transactions
 
 
 @dataclass(frozen=True)

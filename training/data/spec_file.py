@@ -30,7 +30,7 @@ SPEC_FILE = "relserve.toml"
 _TRANSACTION_KEYS = ("file", "customer", "article", "time", "time_format", "price", "amount", "quantity",
                      "channel", "filter")
 _REQUIRED = ("file", "customer", "article", "time")
-_NODE_KEYS = ("file", "from", "id", "features", "max_id_bytes")
+_NODE_KEYS = ("file", "from", "id", "features", "max_id_bytes", "time_format")
 _TABLES = ("transactions", "customers", "articles")
 
 
@@ -126,9 +126,7 @@ def _transactions(origin: str, table: Mapping[str, Any]) -> TransactionsSpec:
     if text["quantity"] and not text["price"]:
         raise SpecError(f"{origin}: {where} quantity needs price (a unit price); an amount is already "
                         "the line total")
-    if text["time_format"] and "%" not in text["time_format"]:
-        raise SpecError(f"{origin}: {where} time_format: must be a strptime format such as "
-                        f"'%Y-%m-%d %H:%M', got {text['time_format']!r}")
+    _time_format(origin, where, table)
     conditions = table.get("filter", [])
     if not isinstance(conditions, list) or not all(isinstance(c, str) for c in conditions):
         raise SpecError(f"{origin}: {where} filter: must be a list of conditions such as "
@@ -149,9 +147,9 @@ def _node(origin: str, name: str, table: Mapping[str, Any], role_column: str) ->
     file = _text(origin, where, table, "file")
     if source is not None and source != FROM_TRANSACTIONS:
         raise SpecError(f"{origin}: {where} from: must be \"{FROM_TRANSACTIONS}\", got {source!r}")
-    if file is not None and source is not None:
-        raise SpecError(f"{origin}: {where} give file (a table of its own) or from = \"transactions\", "
-                        "not both")
+    if file is not None and source is not None and "id" not in table:
+        raise SpecError(f"{origin}: {where} from = \"transactions\" with a file needs id (the file's id "
+                        "column): the ids are the transactions', the features the file's where it has them")
     if table and file is None and source is None:
         raise SpecError(f"{origin}: {where} missing required key 'file' (or from = \"transactions\")")
     if file is None and "id" in table:
@@ -163,7 +161,17 @@ def _node(origin: str, name: str, table: Mapping[str, Any], role_column: str) ->
         raise SpecError(f"{origin}: {where} max_id_bytes: must be an integer 1..{MAX_ID_BYTES}, "
                         f"got {limit!r}")
     features = _features(origin, where, table["features"], id_column) if "features" in table else None
-    return NodeSpec(name, file, id_column, features, limit)
+    time_format = _time_format(origin, where, table)
+    return NodeSpec(name, file, id_column, features, limit, time_format=time_format,
+                    ids_from_transactions=file is None or source is not None)
+
+
+def _time_format(origin: str, where: str, table: Mapping[str, Any]) -> str | None:
+    value = _text(origin, where, table, "time_format")
+    if value is not None and "%" not in value:
+        raise SpecError(f"{origin}: {where} time_format: must be a strptime format such as "
+                        f"'%Y-%m-%d %H:%M', got {value!r}")
+    return value
 
 
 def _features(origin: str, where: str, value: Any, id_column: str) -> tuple[Feature, ...]:

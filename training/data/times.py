@@ -84,6 +84,11 @@ ZONED_FORM = TimeForm(pa.timestamp("us", "UTC"), "a date and time with a zone of
 EPOCH_FORM = TimeForm(pa.int64(), "an integer (epoch seconds)", epoch=True)
 
 
+def formatted(time_format: str) -> TimeForm:
+    """The form of times written in the ``strptime`` format ``time_format``."""
+    return TimeForm(pa.timestamp("s"), f"a time in the format {time_format}", time_format)
+
+
 def time_form(file: SourceFile, column: str, time_format: str | None) -> TimeForm:
     """The form of ``file``'s time ``column``: from ``time_format``, else inferred from its first values.
 
@@ -93,7 +98,7 @@ def time_form(file: SourceFile, column: str, time_format: str | None) -> TimeFor
     if time_format == ISO_DATE:
         return DATE_FORM
     if time_format is not None:
-        return TimeForm(pa.timestamp("s"), f"a time in the format {time_format}", time_format)
+        return formatted(time_format)
     first = first_values(file, column, _SAMPLE * 4)
     if file.format == PARQUET and not _is_text(first.type):
         numeric = pa.types.is_integer(first.type) or pa.types.is_floating(first.type)
