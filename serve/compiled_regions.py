@@ -1,7 +1,8 @@
 """What a hot swap needs from ``torch.compile`` beyond its public API, in one module.
 
 Read from **torch 2.13** (``models/runtime/compile.py`` compiles every model with
-``isolate_recompiles=True``: each compiled model keeps its graphs in a region of its own). A worker
+``isolate_recompiles=True``: each compiled model keeps its graphs in a region of its own; an older
+torch has no regions, so the gate still serialises forwards but nothing is evicted). A worker
 loading a new model version compiles it in a background thread while its batch loop keeps
 answering with the old one, and three things in torch are not made for that:
 
@@ -93,14 +94,17 @@ class ForwardGate:
 
     def wrap(self, inference: Any) -> int | None:
         """Route ``inference``'s compiled forward through the gate; returns its region id
-        (``None``: not compiled)."""
+        (``None``: not compiled, or a torch without regions, whose old graphs stay cached)."""
         predictor = inference.predictor
         forward = predictor.forward
-        region = getattr(getattr(forward, "dynamo_ctx", None), "_isolate_recompiles_id", None)
-        if region is None:  # eager: nothing compiled, nothing to serialise
+        context = getattr(forward, "dynamo_ctx", None)
+        if context is None:  # eager: nothing compiled, nothing to serialise
             return None
         predictor.forward = self._gated(forward)
-        return region
+        # not isolated (before torch 2.13 always; -1 from 2.13): one graph cache for every model
+        # of the class, which must never be evicted wholesale
+        region = getattr(context, "_isolate_recompiles_id", None)
+        return region if region is not None and region >= 0 else None
 
     def _gated(self, forward: Callable) -> Callable:
         def gated(*args: Any, **kwargs: Any) -> Any:

@@ -24,6 +24,7 @@ from torch._dynamo.utils import counters
 from models.graph.buckets import Bucket, BucketLadder, empty_inputs, pad_inputs
 from models.nn.inputs import ModelInputs
 from models.nn.model import TaskModel
+from models.torch_support import compile_features
 
 STRATEGIES = ("none", "dynamic", "buckets")
 
@@ -41,7 +42,8 @@ class CompileConfig:
         skip_module_guards: drop Dynamo's guards on module attributes (a structure that never
             changes after construction); saves ~20 us of guard checks per call, which is 10-15%
             of a small compiled forward. :class:`Predictor` and ``TrainStep`` pin the one
-            attribute that matters, ``training``, before every call.
+            attribute that matters, ``training``, before every call. Only where each compile
+            keeps its own graphs (torch >= 2.13): otherwise these guards tell models apart.
         cpu_kernel_threads: OpenMP threads of Inductor's generated CPU kernels (``None``: all
             of torch's). Their scatter-adds (mean aggregation, gather and embedding backward)
             are atomic adds, which contend across threads: on 2 cores a compiled train step ran
@@ -76,7 +78,8 @@ def compile_function(fn: Callable, config: CompileConfig, device: torch.device |
         device: where it runs; ``reduce-overhead`` is refused off CUDA.
         graphs: graphs ``fn`` may legitimately need (buckets x seed types; seed types for
             ``dynamic``). This compile gets its own recompile budget of about that size (isolated
-            from other compiles of the same code), and with ``fullgraph`` going past it raises
+            from other compiles of the same code from torch 2.13; added to the process-wide budget
+            before, see :mod:`models.torch_support`), and with ``fullgraph`` going past it raises
             instead of silently running eager.
     """
     if config.strategy == "none":
@@ -88,7 +91,8 @@ def compile_function(fn: Callable, config: CompileConfig, device: torch.device |
     options = dict(config.options or {})
     if not on_cuda and config.cpu_kernel_threads is not None and config.backend == "inductor":
         options.setdefault("cpp.threads", config.cpu_kernel_threads)
-    if config.skip_module_guards:
+    features = compile_features()
+    if config.skip_module_guards and features.module_guard_filter and features.isolate_recompiles:
         options["guard_filter_fn"] = torch.compiler.skip_guard_on_all_nn_modules_unsafe
     mode = config.mode
     if mode is not None and options and config.backend == "inductor":
@@ -97,8 +101,16 @@ def compile_function(fn: Callable, config: CompileConfig, device: torch.device |
         mode = None
     # dynamic specialises sizes 0 and 1 (one seed, no edges of a type): a few graphs per seed type
     limit = graphs if config.strategy == "buckets" else 8 * graphs
+    budget: dict[str, Any] = {}
+    if features.recompile_limit:
+        budget["recompile_limit"] = limit
+    else:  # one process-wide budget per code object: every compile adds what it may need
+        dynamo = torch._dynamo.config
+        dynamo.recompile_limit += limit
+    if features.isolate_recompiles:
+        budget["isolate_recompiles"] = True
     return torch.compile(fn, dynamic=dynamic, fullgraph=True, backend=config.backend, mode=mode,
-                         options=options or None, recompile_limit=limit, isolate_recompiles=True)
+                         options=options or None, **budget)
 
 
 Ladders = BucketLadder | list[BucketLadder] | None
