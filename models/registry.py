@@ -251,6 +251,7 @@ def task_spec(name: str) -> TaskSpec:
 
 _LABELS, _HEADS, _METRICS = "training.tasks.definitions:", "models.nn.heads:", "training.tasks.metrics:"
 _BASELINES, _LIGHTGBM = "training.tasks.baselines:", "training.tasks.gbdt_model:"
+_CALIBRATION = "training.tasks.calibration:"
 _HISTORY = "models.runtime.answer_history:history_count"
 
 
@@ -265,7 +266,9 @@ for _spec in (
         name="churn", task_type=BINARY, entity_type=CUSTOMER, id_field="customer_id",
         value_field="churn_probability", window_days=7, head=_HEADS + "ChurnHead",
         metrics={"auroc": _METRICS + "auroc_metric",
-                 "average_precision": _METRICS + "average_precision_metric"},
+                 "average_precision": _METRICS + "average_precision_metric",
+                 # is the answer a probability? (docs/results.md, "Calibration")
+                 "ece": _CALIBRATION + "ece_metric", "brier": _CALIBRATION + "brier_metric"},
         primary_metric="auroc", higher_is_better=True, labels=_LABELS + "churn_labels", load_share=25,
         baselines={"recency_frequency": _BASELINES + "churn_recency_frequency",
                    "lightgbm": _LIGHTGBM + "lightgbm_entity"},

@@ -32,6 +32,12 @@ def _mlp(hidden: int, head_hidden: int, out: int) -> nn.Module:
 class ChurnHead(nn.Module):
     """Logit that a customer buys nothing in the next 7 days.
 
+    The served probability is ``sigmoid(calibration_scale * logit + calibration_bias)``: Platt
+    scaling (temperature plus a shift), fitted on the validation week after training
+    (:mod:`training.fit.probability`) and saved with the weights, so the server answers the
+    calibrated probability. Training's loss reads the raw logit. Bundles written before the two
+    buffers existed load with the identity (1, 0) and serve as they always did.
+
     Args:
         hidden: embedding width.
         head_hidden: MLP width (``0``: linear).
@@ -42,15 +48,21 @@ class ChurnHead(nn.Module):
     def __init__(self, hidden: int, head_hidden: int) -> None:
         super().__init__()
         self.mlp = _mlp(hidden, head_hidden, 1)
+        self.register_buffer("calibration_scale", torch.ones(()))
+        self.register_buffer("calibration_bias", torch.zeros(()))
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        state_dict.setdefault(prefix + "calibration_scale", torch.ones(()))
+        state_dict.setdefault(prefix + "calibration_bias", torch.zeros(()))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, emb: Tensor, seed_type: str) -> Tensor:
         """``(S, hidden)`` -> ``(S,)`` logits."""
         return self.mlp(emb).squeeze(-1)
 
-    @staticmethod
-    def predict(logits: Tensor) -> Tensor:
-        """``(S,)`` churn probabilities."""
-        return torch.sigmoid(logits)
+    def predict(self, logits: Tensor) -> Tensor:
+        """``(S,)`` calibrated churn probabilities."""
+        return torch.sigmoid(logits * self.calibration_scale + self.calibration_bias)
 
     @staticmethod
     def loss(logits: Tensor, target: Tensor, weight: Tensor) -> Tensor:

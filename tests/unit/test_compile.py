@@ -115,18 +115,28 @@ def test_padded_training_matches_unpadded_and_lr_tensor_never_recompiles() -> No
     assert compiled_graph_count() == graphs
 
 
-def test_purchase_training_step_runs_padded() -> None:
-    model = _model("purchase")
-    step = TrainStep(model, tensor_lr_adam(model.parameters(), 1e-3),
-                     CompileConfig("buckets", **FAST), [_ladder(), _ladder("article")])
+def test_purchase_training_step_padded_and_compiled_matches_eager() -> None:
+    # At a learning rate of 0 both steps see the same weights at every call, so each loss compares
+    # closely (after a real step Adam's sign-like update turns float noise into 1e-3 differences).
+    steps = {}
+    for strategy in ("none", "buckets"):
+        model = _model("purchase")  # the same seed: the same weights
+        steps[strategy] = TrainStep(model, tensor_lr_adam(model.parameters(), 0.0),
+                                    CompileConfig(strategy, **FAST), [_ladder(), _ladder("article")])
     customers, articles = _batches("customer", [5])[0], _batches("article", [5])[0]
-    assert torch.isfinite(step(customers, articles))
-    # with the history candidates and the popularity prior: padded like the bucket, no recompile
-    log_q = torch.rand(5)
-    assert torch.isfinite(step(customers, articles, log_q, random_purchase_extras(TABLES, 5)))
-    graphs = compiled_graph_count()  # other histories (filled slots, positives in them) reuse the graph
-    assert torch.isfinite(step(customers, articles, torch.rand(5), random_purchase_extras(TABLES, 5, seed=1)))
-    assert compiled_graph_count() == graphs
+    generator = torch.Generator().manual_seed(3)
+    calls = [(), (torch.rand(5, generator=generator), random_purchase_extras(TABLES, 5)),  # histories, prior
+             (torch.rand(5, generator=generator), random_purchase_extras(TABLES, 5, seed=1))]  # other ones
+    losses: dict[str, list[torch.Tensor]] = {}
+    for strategy, step in steps.items():
+        graphs = compiled_graph_count()
+        losses[strategy] = [step(customers, articles, *extra) for extra in calls]
+        if strategy == "buckets":  # padded like the bucket: with and without extras, then reused
+            assert compiled_graph_count() - graphs == 2
+    for eager, padded in zip(losses["none"], losses["buckets"], strict=True):
+        assert eager.dim() == 0 and torch.isfinite(eager)
+        torch.testing.assert_close(padded, eager, rtol=1e-5, atol=1e-6)
+    assert len({float(loss) for loss in losses["none"]}) == 3  # the extras change what is computed
 
 
 def test_cuda_graphs_refused_on_cpu() -> None:

@@ -24,7 +24,7 @@ from models.runtime.bundle import (
     load_bundle,
 )
 from models.runtime.inference import TaskInference
-from models.runtime.quality import baseline_warning
+from models.runtime.quality import baseline_warning, beats_baselines
 from models.store.snapshot import GraphSnapshot
 from training.data.load import load_tables
 from training.fit.batches import TrainBatches
@@ -73,19 +73,18 @@ def test_writes_a_bundle_per_task_beside_the_snapshot(trained_artifacts: Path) -
 def test_metrics_json_has_the_agreed_form(trained_artifacts: Path, task: str) -> None:
     doc = json.loads((trained_artifacts / task / METRICS_FILE).read_text())
     spec = TASKS[task]
-    assert list(doc) == ["task", "primary", "higher_is_better", "beats_baselines", "val", "test"]
+    extra = {"churn": ["calibration", "reliability_test"], "sales": ["target_std"]}.get(task, [])
+    assert list(doc) == ["task", "primary", "higher_is_better", "beats_baselines", "val", "test", *extra]
     assert (doc["task"], doc["primary"], doc["higher_is_better"]) == (
         task, spec.primary_metric, spec.higher_is_better)
-    model, others = doc["val"]["model"][spec.primary_metric], [
-        m[spec.primary_metric] for m in doc["val"]["baselines"].values()]
-    better = [model > o if spec.higher_is_better else model < o for o in others]
-    assert doc["beats_baselines"] is all(better)
-    assert (baseline_warning(doc) is None) is all(better)
+    beats = beats_baselines(spec.primary_metric, spec.higher_is_better, doc["val"])
+    assert doc["beats_baselines"] is beats  # judged on validation, where the model was selected
+    assert (baseline_warning(doc) is None) is beats
     for split in ("val", "test"):
         assert set(doc[split]) == {"model", "baselines"}
         assert set(doc[split]["baselines"]) == set(BASELINES[task])
         for metrics in (doc[split]["model"], *doc[split]["baselines"].values()):
-            assert set(metrics) == set(spec.metrics)
+            assert set(metrics) == set(spec.metrics) | ({"nmae"} if task == "sales" else set())
             assert all(isinstance(v, float) and math.isfinite(v) for v in metrics.values())
 
 
@@ -190,6 +189,14 @@ def test_the_warning_names_the_best_baseline_on_validation() -> None:
     assert baseline_warning(doc) == ("the sales model does not beat the best baseline on validation: "
                                      "mae 0.0500 vs last_week 0.0400")
     assert baseline_warning({**doc, "beats_baselines": True}) is None
+
+
+def test_beating_the_baselines_means_strictly_better_than_each_in_the_metric_s_direction() -> None:
+    split = {"model": {"mae": 0.05}, "baselines": {"last_week": {"mae": 0.06}, "zero": {"mae": 0.07}}}
+    assert beats_baselines("mae", False, split)
+    assert not beats_baselines("mae", True, split)  # the same numbers where higher is better
+    tied = {**split, "baselines": {**split["baselines"], "mean": {"mae": 0.05}}}
+    assert not beats_baselines("mae", False, tied)
 
 
 def test_the_step_budget_and_the_batch_adapt_to_the_table_size() -> None:

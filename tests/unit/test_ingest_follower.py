@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,14 @@ from models.schema import CUSTOMER
 from models.store.live import LiveGraph
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
+from serve.ingest import follower as follower_module
 from serve.ingest import progress
 from serve.ingest.background import compact_once
 from serve.ingest.config import IngestConfig
 from serve.ingest.follower import Follower, open_follower
 from serve.ingest.metrics import FollowerMetrics
 from serve.ingest.service import open_ingestor
+from tests.fake_clock import FakeClock
 from tests.ingest_helpers import build_snapshot, transaction_rows
 
 
@@ -29,7 +32,8 @@ def snapshot(tiny_csv_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Gr
     return build_snapshot(tiny_csv_dir, tmp_path_factory.mktemp("artifacts") / "snapshot")
 
 
-def wait_for(condition, timeout: float = 10.0) -> None:
+def wait_for(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll ``condition`` until true; the timeout only turns a hang into a failure."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out"
@@ -62,7 +66,7 @@ def test_replays_before_serving_then_follows_and_reports(tmp_path: Path, snapsho
     try:
         wait_for(lambda: reported(config) == 2)
         writer.ingest("transactions", transaction_rows(snapshot, 2, day_offset=2))
-        wait_for(lambda: reported(config) == 3, timeout=2.0)
+        wait_for(lambda: reported(config) == 3)
         assert follower.graph.now_day == snapshot.max_day + 3
         report = progress.read_all(config.state_dir)[0]
         assert report.delta_rows == 5 + 1 and report.task == "churn"
@@ -70,25 +74,26 @@ def test_replays_before_serving_then_follows_and_reports(tmp_path: Path, snapsho
         assert lag == 1.0  # the replayed batches are not lag samples
         assert registry.get_sample_value("relserve_ingest_applied_batches_total", {"task": "churn"}) == 1.0
         assert registry.get_sample_value("relserve_article_key_refreshes_total", {"task": "churn"}) == 1.0
-        wait_for(lambda: 3 in refreshes, timeout=2.0)  # the keys' refresh follows the report, paced
+        wait_for(lambda: 3 in refreshes)  # the keys' refresh follows the report, paced
     finally:
         follower.stop()
     assert reported(config) is None
 
 
-def test_rows_are_served_at_once_while_the_keys_follow_on_their_own_pacing(tmp_path: Path,
-                                                                           snapshot: GraphSnapshot) -> None:
-    config = IngestConfig(state_dir=tmp_path / "state", poll_s=0.01, key_share=0.1)
+def test_rows_are_served_at_once_while_the_keys_follow_on_their_own_pacing(
+        tmp_path: Path, snapshot: GraphSnapshot, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock().install(monkeypatch, follower_module)
+    config = IngestConfig(state_dir=tmp_path / "state", key_share=0.1)
     writer = open_ingestor(config, snapshot.directory)
     follower = open_follower(config, "purchase", snapshot.directory.parent)
     registry = CollectorRegistry()
     follower.metrics = FollowerMetrics("purchase", registry)
     keyed = [follower.graph.sequence]
 
-    def refresh() -> bool:  # a refresh taking 0.2 s: the next is due 1.8 s after it at a share of 0.1
+    def refresh() -> bool:  # a refresh taking 10 s: at a share of 0.1 the next is due 90 s after it
         if keyed[-1] == follower.graph.sequence:
             return False
-        time.sleep(0.2)
+        clock.advance(10.0)
         keyed.append(follower.graph.sequence)
         return True
 
@@ -96,21 +101,21 @@ def test_rows_are_served_at_once_while_the_keys_follow_on_their_own_pacing(tmp_p
         return progress.read_all(config.state_dir)[0]
 
     follower.refresh = refresh
-    follower.start()
     try:
         writer.ingest("transactions", transaction_rows(snapshot, 2))
-        wait_for(lambda: report().served == 1)  # a first refresh is due at once
-        refreshed_at = time.monotonic()
+        assert follower.step() == 1 and report().served == 1  # a first refresh is due at once
         writer.ingest("transactions", transaction_rows(snapshot, 2, day_offset=1))
-        wait_for(lambda: report().sequence == 2, timeout=1.0)  # the rows: within a few polls
-        assert report().served == 1 and time.monotonic() - refreshed_at < 1.5  # the keys: not yet
+        assert follower.step() == 1
+        assert (report().sequence, report().served) == (2, 1)  # the rows at once, the keys not yet
         assert progress.visible_sequence([report()], {"purchase": 1}) == 1
         assert progress.visible_sequence([report()], {"purchase": 1}, keys=False) == 2
-        wait_for(lambda: report().served == 2, timeout=5.0)
-        assert time.monotonic() - refreshed_at >= 1.5
+        clock.advance(89.0)
+        assert follower.step() == 0 and report().served == 1  # 89 of the 90 s: still paced
+        clock.advance(2.0)
+        assert follower.step() == 0 and report().served == 2  # past them: the keys cover the rows
         assert keyed == [0, 1, 2]
         lags = registry.get_sample_value("relserve_article_keys_lag_seconds_sum", {"task": "purchase"})
-        assert lags >= 1.5  # the second batch waited for the paced refresh
+        assert lags >= 100  # the second batch waited for the paced refresh (90 s) and its own (10 s)
     finally:
         follower.stop()
 

@@ -130,7 +130,7 @@ def test_compute_metrics_keys_follow_the_task():
     label = np.array([0, 1, 1, 0], dtype=np.float32)
     scalar = TaskTable(np.arange(4), np.full(4, 9), 8, label=label)
     churn = compute_metrics(TASKS["churn"], np.array([0.1, 0.9, 0.8, 0.2]), scalar)
-    assert churn == {"auroc": 1.0, "average_precision": 1.0}
+    assert churn == pytest.approx({"auroc": 1.0, "average_precision": 1.0, "ece": 0.15, "brier": 0.025})
     sales = compute_metrics(TASKS["sales"], np.array([0.0, 1.0, 1.0, 1.0]), scalar)
     assert sales == pytest.approx({"mae": 0.25, "rmse": 0.5})
     ptr, items = csr([[3], [4, 5]])

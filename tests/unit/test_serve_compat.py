@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import pickle
+from queue import Empty
 
 import litserve as ls
 import pytest
@@ -63,9 +64,15 @@ def test_zmq_transport_delivers_an_answer_from_a_worker_to_an_api_server() -> No
 
         async def receive() -> object:
             api_server.setup(zmq.SUB, consumer_id=0)
-            await asyncio.sleep(0.2)  # the subscription reaches the broker before the first answer
-            worker.send(("uid-1", ({"ok": 1}, "OK")), consumer_id=0)
-            return await api_server.areceive(consumer_id=0, timeout=10)
+            # A subscription reaches the broker some time after it is made, and what is published
+            # before is dropped (ZeroMQ's slow joiner): send again until an answer arrives.
+            deadline = asyncio.get_running_loop().time() + 60  # only turns a hang into a failure
+            while True:
+                worker.send(("uid-1", ({"ok": 1}, "OK")), consumer_id=0)
+                try:
+                    return await api_server.areceive(consumer_id=0, timeout=0.1)
+                except Empty:
+                    assert asyncio.get_running_loop().time() < deadline, "no answer reached the API server"
 
         assert asyncio.run(receive()) == ("uid-1", ({"ok": 1}, "OK"))
         worker.close()

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from models.registry import TASKS
-from models.runtime.bundle import CONFIG_FILE, METRICS_FILE
+from models.runtime.bundle import CONFIG_FILE, METRICS_FILE, SNAPSHOT_DIR
 
 RESERVED = ("--data", "--task", "--out", "--seed")
 """``training.fit`` options the benchmark sets itself; a user's ``--fit-args`` may not repeat them."""
-TRAINING_KEYS = ("epochs_run", "best_epoch", "steps_run", "stopped_by_time_budget", "seconds")
+TRAINING_KEYS = ("epochs_run", "best_epoch", "steps_run", "stopped_by_time_budget", "seconds",
+                 "test_week_start", "calibration")
 """What a record keeps of each bundle's ``config.json`` ``training`` section."""
 
 
@@ -42,6 +43,7 @@ class FitRun:
         out: the run's own artifacts directory; emptied before the run starts.
         log: file receiving the child's stdout and stderr.
         fit_args: further ``training.fit`` options, as given.
+        task: ``training.fit --task`` (``all`` for every task).
     """
 
     dataset: str
@@ -50,10 +52,15 @@ class FitRun:
     out: Path
     log: Path
     fit_args: tuple[str, ...] = ()
+    task: str = "all"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "training.fit", "--data", str(self.data), "--task", "all",
+        return [sys.executable, "-m", "training.fit", "--data", str(self.data), "--task", self.task,
                 "--out", str(self.out), "--seed", str(self.seed), *self.fit_args]
+
+    def tasks(self) -> tuple[str, ...]:
+        """The tasks the run trains."""
+        return tuple(TASKS) if self.task == "all" else (self.task,)
 
 
 def reserved_option(fit_args: tuple[str, ...]) -> str | None:
@@ -66,14 +73,16 @@ def reserved_option(fit_args: tuple[str, ...]) -> str | None:
     return None
 
 
-def run_fit(run: FitRun, keep_artifacts: bool = False) -> dict[str, Any]:
+def run_fit(run: FitRun, keep_artifacts: bool = False, reuse_snapshot: bool = False) -> dict[str, Any]:
     """Run ``run`` to its end and return its record (``ok``, times, memory, test metrics per task).
 
-    Artifacts are deleted afterwards unless ``keep_artifacts``; the log is kept. On
+    Artifacts are deleted afterwards unless ``keep_artifacts``; the log is kept. With
+    ``reuse_snapshot`` a snapshot already in ``run.out`` is kept for the run (``training.fit`` checks
+    it was built from the same files) and so is the new one after it; only the bundles go. On
     ``KeyboardInterrupt`` the child is terminated and reaped before the interrupt propagates.
     """
-    shutil.rmtree(run.out, ignore_errors=True)  # a stale snapshot or bundle must not be reused
-    run.out.mkdir(parents=True)
+    clear(run.out, keep_snapshot=reuse_snapshot)  # a stale bundle must not be read as this run's
+    run.out.mkdir(parents=True, exist_ok=True)
     run.log.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with run.log.open("w") as log:
@@ -94,17 +103,27 @@ def run_fit(run: FitRun, keep_artifacts: bool = False) -> dict[str, Any]:
         "cpu_sys_s": round(usage.ru_stime, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
         "peak_rss_mib": round(maxrss_kib / 1024, 1),
         "command": run.command(), "log": str(run.log), "tasks": read_tasks(run.out)}
-    missing = [task for task in TASKS if task not in record["tasks"]]
+    missing = [task for task in run.tasks() if task not in record["tasks"]]
     if code == 0 and missing:
         record["ok"], record["error"] = False, f"exit 0 but no {METRICS_FILE} for {', '.join(missing)}"
     elif code != 0:
         record["error"] = last_error(run.log)
     if not keep_artifacts:
-        shutil.rmtree(run.out, ignore_errors=True)
+        clear(run.out, keep_snapshot=reuse_snapshot)
         with contextlib.suppress(OSError):  # the dataset's directory, once its last run is gone
             run.out.parent.rmdir()
             run.out.parent.parent.rmdir()
     return record
+
+
+def clear(out: Path, keep_snapshot: bool = False) -> None:
+    """Delete ``out`` (with ``keep_snapshot``: everything in it but the snapshot directory)."""
+    if not keep_snapshot:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for path in out.iterdir() if out.is_dir() else ():
+        if path.name != SNAPSHOT_DIR:
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink()
 
 
 def read_tasks(out: Path) -> dict[str, dict[str, Any]]:
@@ -120,7 +139,8 @@ def read_tasks(out: Path) -> dict[str, dict[str, Any]]:
         training = json.loads(config.read_text()).get("training", {}) if config.is_file() else {}
         kept = {key: training[key] for key in TRAINING_KEYS if key in training}
         tasks[task] = {"primary": doc["primary"], "higher_is_better": doc["higher_is_better"],
-                       "test": doc["test"], "training": kept}
+                       "test": doc["test"], "training": kept,
+                       **{key: doc[key] for key in ("reliability_test", "target_std") if key in doc}}
     return tasks
 
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from models.registry import TASKS
 
 MODEL = "model"
 LIGHTGBM = "lightgbm"  # the learned baseline; every other baseline of a task is a rule
+COMPANIONS = {"mae": "nmae"}
+"""A primary metric's companion, reported beside it when every run has it (NMAE = MAE / the
+training targets' standard deviation, RelBench's scale-free form)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class TaskSummary:
         systems: ``model`` and every baseline: the primary metric over seeds.
         margins: per baseline, the model's margin over it in % (see the module docstring).
         best_rule: the rule baseline (not LightGBM) with the best mean, or None if there is none.
+        companion: per system, the primary metric's companion of :data:`COMPANIONS` over seeds
+            (empty when the metric has none or a run lacks it).
     """
 
     task: str
@@ -81,11 +86,15 @@ class TaskSummary:
     systems: dict[str, Spread]
     margins: dict[str, Spread]
     best_rule: str | None
+    companion: dict[str, Spread] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
-        return {"metric": self.metric, "higher_is_better": self.higher_is_better, "seeds": list(self.seeds),
-                "systems": {k: v.as_json() for k, v in self.systems.items()},
-                "margins_pct": {k: v.as_json() for k, v in self.margins.items()}, "best_rule": self.best_rule}
+        out = {"metric": self.metric, "higher_is_better": self.higher_is_better, "seeds": list(self.seeds),
+               "systems": {k: v.as_json() for k, v in self.systems.items()},
+               "margins_pct": {k: v.as_json() for k, v in self.margins.items()}, "best_rule": self.best_rule}
+        if self.companion:
+            out[COMPANIONS[self.metric]] = {k: v.as_json() for k, v in self.companion.items()}
+        return out
 
 
 def summarize_task(task: str, runs: Sequence[dict[str, Any]]) -> TaskSummary | None:
@@ -108,7 +117,22 @@ def summarize_task(task: str, runs: Sequence[dict[str, Any]]) -> TaskSummary | N
         margins[name] = spread([margin(m, b, higher) for m, b in zip(model, values, strict=True)])
     rules = [name for name in baselines if name != LIGHTGBM]
     best = (max if higher else min)(rules, key=lambda name: systems[name].mean) if rules else None
-    return TaskSummary(task, metric, higher, tuple(run["seed"] for run in done), systems, margins, best)
+    return TaskSummary(task, metric, higher, tuple(run["seed"] for run in done), systems, margins, best,
+                       companion_spreads(metric, tests, baselines))
+
+
+def companion_spreads(metric: str, tests: Sequence[dict[str, Any]], baselines: Sequence[str]
+                      ) -> dict[str, Spread]:
+    """Per system, the companion of ``metric`` (:data:`COMPANIONS`) over ``tests``; empty when
+    there is none or a test split lacks it."""
+    name = COMPANIONS.get(metric)
+    if name is None:
+        return {}
+    rows = {MODEL: [t[MODEL].get(name) for t in tests]}
+    rows.update({system: [t["baselines"][system].get(name) for t in tests] for system in baselines})
+    if any(value is None for values in rows.values() for value in values):
+        return {}
+    return {system: spread(values) for system, values in rows.items()}
 
 
 def summarize(runs: Iterable[dict[str, Any]]) -> dict[str, dict[str, TaskSummary]]:
@@ -145,7 +169,8 @@ def dataset_table(dataset: str, runs: Sequence[dict[str, Any]], summary: dict[st
             direction = "(higher)" if s.higher_is_better else "(lower)"
             lead = f"{s.task:<10}{s.metric + ' ' + direction:<18}" if first else " " * 28
             cell = s.margins[name].text(2, signed=True) if name in s.margins else ""
-            lines.append(f"{lead}{label:<30}{value.text():>20}{cell:>20}".rstrip())
+            extra = f"   {COMPANIONS[s.metric]} {s.companion[name].text()}" if name in s.companion else ""
+            lines.append(f"{lead}{label:<30}{value.text():>20}{cell:>20}{extra}".rstrip())
             first = False
     cost = costs(runs)
     if cost:

@@ -126,6 +126,9 @@ class FitConfig:
             equal share of what is left when it starts and stops before an epoch that would not fit,
             keeping its best epoch so far (see :mod:`training.fit.budget`).
         eval_batch_size: rows per forward when scoring the val and test tables.
+        test_weeks_back: move the validation and test weeks this many weeks before the last full
+            week (the backtest's rolling origin, :mod:`training.bench.backtest`); the labels after
+            the test week are never read.
         max_val_rows: most validation rows (a fixed random subset when there are more; ``0``: all).
             Validation runs after every epoch to pick the best one, and a few tens of thousands of
             rows pin a metric down to its third decimal; the test week is always scored in full.
@@ -168,6 +171,7 @@ class FitConfig:
     time_budget: float | None = None
     eval_batch_size: int = 512
     max_val_rows: int = 20_000
+    test_weeks_back: int = 0
     warm_serving_cache: bool = False
     rebuild_snapshot: bool = False
     progress: bool = True
@@ -183,6 +187,8 @@ class FitConfig:
                 raise FitError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
         if self.time_budget is not None and not (math.isfinite(self.time_budget) and self.time_budget > 0):
             raise FitError(f"--time-budget must be a positive number of minutes, got {self.time_budget}")
+        if self.test_weeks_back < 0:
+            raise FitError(f"--test-weeks-back must be 0 (the last week) or more, got {self.test_weeks_back}")
         if self.max_val_rows < 0:
             raise FitError(f"--max-val-rows must be 0 (all) or more, got {self.max_val_rows}")
         if self.per_day is not None and self.per_day < 0:
@@ -300,6 +306,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-val-rows", type=int, default=d.max_val_rows,
                    help="most validation rows scored after each epoch, a fixed random subset when there are "
                         "more (0: all; the test week is always scored in full)")
+    p.add_argument("--test-weeks-back", type=int, default=d.test_weeks_back, metavar="N",
+                   help="test on the week N weeks before the last full one, validate on the week before it "
+                        "and train on the weeks before that (a backtest's origin; default: 0)")
     p.add_argument("--warm-serving-cache", action="store_true",
                    help="compile the serving buckets now and store the compile cache in each bundle")
     p.add_argument("--rebuild-snapshot", action="store_true",
@@ -324,7 +333,7 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
             weight_decay=args.weight_decay, average_half_life=args.average_half_life,
             serve_batch_size=args.serve_batch_size, threads=args.threads,
             time_budget=args.time_budget, eval_batch_size=args.eval_batch_size,
-            max_val_rows=args.max_val_rows,
+            max_val_rows=args.max_val_rows, test_weeks_back=args.test_weeks_back,
             warm_serving_cache=args.warm_serving_cache, rebuild_snapshot=args.rebuild_snapshot,
             progress=not args.quiet, next_version=args.next_version, ingest_log=args.ingest_log)
         check_paths(config)

@@ -111,17 +111,20 @@ def served_graph(state_dir: Path, artifacts: Path, ingest_log: str, work: Path) 
 
 
 def task_splits(task: str, tx: Transactions, snapshot: GraphSnapshot, max_train_cutoffs: int | None,
-                max_val_rows: int = 0, seed: int = 0) -> dict[str, TaskTable]:
+                max_val_rows: int = 0, seed: int = 0, weeks_back: int = 0) -> dict[str, TaskTable]:
     """The ``train`` (all kept cutoffs in one table), ``val`` and ``test`` tables of ``task``.
 
     ``val`` keeps at most ``max_val_rows`` rows (``0``: all), a random subset fixed by ``seed``:
-    it is scored after every epoch, the model and the baselines on the same rows.
+    it is scored after every epoch, the model and the baselines on the same rows. ``weeks_back``
+    moves the validation and test weeks that many weeks earlier
+    (:func:`training.tasks.cutoffs.split_cutoffs`).
 
     Raises:
         FitError: the data is too short for a training, validation and test week.
     """
     try:
-        splits = TASKS[task].splits(tx, snapshot.num_nodes, max_train_cutoffs=max_train_cutoffs)
+        splits = TASKS[task].splits(tx, snapshot.num_nodes, max_train_cutoffs=max_train_cutoffs,
+                                    weeks_back=weeks_back)
     except ValueError as exc:
         raise FitError(f"{task}: {exc}") from None
     tables = {split: concat_tables(parts) for split, parts in splits.items()}

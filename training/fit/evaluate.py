@@ -83,8 +83,17 @@ def evaluate_model(inference: TaskInference, table: TaskTable, batch_size: int =
     return compute_metrics(TASKS[inference.task], predictions, table)
 
 
+def baseline_predictions(task: str, tx: Transactions, table: TaskTable,
+                         columns: EntityColumns | None = None) -> dict[str, np.ndarray]:
+    """Each baseline's predictions for ``table`` (LightGBM also reads ``columns``)."""
+    return {name: bind_columns(baseline, columns)(tx, table) for name, baseline in BASELINES[task].items()}
+
+
 def evaluate_baselines(task: str, tx: Transactions, table: TaskTable,
-                       columns: EntityColumns | None = None) -> dict[str, Metrics]:
-    """Every metric of ``task`` for each of its baselines on ``table`` (LightGBM also reads ``columns``)."""
-    return {name: compute_metrics(TASKS[task], bind_columns(baseline, columns)(tx, table), table)
-            for name, baseline in BASELINES[task].items()}
+                       columns: EntityColumns | None = None,
+                       predictions: dict[str, np.ndarray] | None = None) -> dict[str, Metrics]:
+    """Every metric of ``task`` for each of its baselines on ``table``: of ``predictions`` when
+    given (:func:`baseline_predictions`), else of the baselines run here."""
+    if predictions is None:
+        predictions = baseline_predictions(task, tx, table, columns)
+    return {name: compute_metrics(TASKS[task], pred, table) for name, pred in predictions.items()}

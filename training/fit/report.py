@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from models.runtime.quality import MODEL, baseline_warning, beats_baselines
 from training.fit.evaluate import Metrics
+from training.tasks.calibration import reliability
 from training.tasks.definitions import TASKS
+from training.tasks.metrics import with_nmae
+from training.tasks.table import TaskTable
 
-__all__ = ["baseline_warning", "metrics_document", "results_table", "split_result"]
+__all__ = ["baseline_warning", "metrics_document", "reliability_tables", "results_table", "split_result"]
 
 
 def split_result(model: Metrics, baselines: dict[str, Metrics]) -> dict[str, Any]:
@@ -16,13 +21,33 @@ def split_result(model: Metrics, baselines: dict[str, Metrics]) -> dict[str, Any
     return {MODEL: dict(model), "baselines": {name: dict(m) for name, m in baselines.items()}}
 
 
-def metrics_document(task: str, val: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
+def metrics_document(task: str, val: dict[str, Any], test: dict[str, Any],
+                     target_std: float | None = None) -> dict[str, Any]:
     """The ``metrics.json`` of one task: primary metric, its direction, both splits, and
-    ``beats_baselines`` (whether the model beats every baseline on validation, where it was selected)."""
+    ``beats_baselines`` (whether the model beats every baseline on validation, where it was selected).
+
+    Args:
+        task: the task's name.
+        val, test: :func:`split_result` of each split.
+        target_std: for a task scored by ``mae``, the standard deviation of its training targets:
+            every system then also gets ``nmae`` (MAE / ``target_std``) beside its ``mae``, and the
+            document records ``target_std``.
+    """
     spec = TASKS[task]
-    return {"task": task, "primary": spec.primary_metric, "higher_is_better": spec.higher_is_better,
-            "beats_baselines": beats_baselines(spec.primary_metric, spec.higher_is_better, val),
-            "val": val, "test": test}
+    document = {"task": task, "primary": spec.primary_metric, "higher_is_better": spec.higher_is_better,
+                "beats_baselines": beats_baselines(spec.primary_metric, spec.higher_is_better, val),
+                "val": val, "test": test}
+    if target_std is not None and "mae" in spec.metrics:
+        for split in ("val", "test"):
+            document[split] = normalized(document[split], target_std)
+        document["target_std"] = target_std
+    return document
+
+
+def normalized(split: dict[str, Any], target_std: float) -> dict[str, Any]:
+    """:func:`split_result` ``split`` with ``nmae`` beside every system's ``mae``."""
+    return {MODEL: with_nmae(split[MODEL], target_std),
+            "baselines": {name: with_nmae(m, target_std) for name, m in split["baselines"].items()}}
 
 
 def results_table(documents: list[dict[str, Any]], split: str = "test") -> str:
@@ -45,3 +70,20 @@ def results_table(documents: list[dict[str, Any]], split: str = "test") -> str:
             lines.append(f"{name:<22}" + "".join(f"{metrics[n]:>15.4f}" for n in names) + mark)
         lines.append("")
     return "\n".join(lines)
+
+
+def reliability_tables(table: TaskTable, model: np.ndarray, baselines: dict[str, np.ndarray]
+                       ) -> dict[str, list[dict[str, Any]]]:
+    """The :func:`training.tasks.calibration.reliability` table of the model and of every baseline
+    whose scores are probabilities (LightGBM's are; a rule's score in ``[0, 1]`` is tabled too).
+
+    Args:
+        table: the labelled rows (a binary task's test week).
+        model: ``(n,)`` the model's probabilities.
+        baselines: ``(n,)`` scores per baseline.
+    """
+    out = {MODEL: reliability(table.label, model)}
+    for name, scores in baselines.items():
+        if scores.min() >= 0 and scores.max() <= 1:
+            out[name] = reliability(table.label, scores)
+    return out

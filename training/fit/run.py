@@ -26,6 +26,7 @@ import time
 from functools import partial
 from typing import Any
 
+import numpy as np
 import torch
 
 from models.feature_definitions import snapshot_schema
@@ -33,8 +34,10 @@ from models.graph.features import table_specs
 from models.graph.sampler import SamplerConfig, TemporalSampler
 from models.graph.temporal_features import mean_price
 from models.nn.model import TaskModel
+from models.registry import BINARY
 from models.runtime.bundle import BundleConfig, save_bundle
 from models.runtime.inference import TaskInference, fitted_ladder
+from models.schema import day_to_date
 from models.store.snapshot import GraphSnapshot
 from models.store.tables import Transactions
 from training.fit import distributed
@@ -44,13 +47,27 @@ from training.fit.calibrate import calibrated_metrics
 from training.fit.config import FitConfig, FitError, parse_args
 from training.fit.data import task_splits, training_snapshot
 from training.fit.dataset import dataset_spec, trainable_tasks
-from training.fit.evaluate import Metrics, evaluate_baselines, evaluate_model
+from training.fit.evaluate import (
+    Metrics,
+    baseline_predictions,
+    evaluate_baselines,
+    evaluate_model,
+    predict_table,
+)
 from training.fit.loop import LRSchedule, Trainer
-from training.fit.report import baseline_warning, metrics_document, results_table, split_result
+from training.fit.probability import calibrate_binary
+from training.fit.report import (
+    baseline_warning,
+    metrics_document,
+    reliability_tables,
+    results_table,
+    split_result,
+)
 from training.fit.versions import NextVersion
 from training.tasks.day_windows import sort_by_day
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns
+from training.tasks.metrics import compute_metrics, target_std
 from training.tasks.table import TaskTable
 
 PROG = "python -m training.fit"
@@ -68,7 +85,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     share = budget.start_task()
     spec, recipe = TASKS[task], config.recipe(task)
     clock = time.perf_counter()
-    tables = task_splits(task, tx, snapshot, recipe.max_train_cutoffs, config.max_val_rows, config.seed)
+    tables = task_splits(task, tx, snapshot, recipe.max_train_cutoffs, config.max_val_rows, config.seed,
+                         config.test_weeks_back)
     log(config, f"{task}: {len(tables['train']):,} training rows, {len(tables['val']):,} val, "
                 f"{len(tables['test']):,} test ({time.perf_counter() - clock:.1f} s); {recipe}")
 
@@ -95,8 +113,10 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     inference = TaskInference(bundle, model, snapshot, compile="none", device=distributed.device())
     columns = EntityColumns.from_snapshot(snapshot)
     clock = time.perf_counter()
-    baselines = {split: evaluate_baselines(task, tx, tables[split], columns)
+    predicted = {split: baseline_predictions(task, tx, tables[split], columns)
                  for split in ("val", "test") if distributed.is_main()}
+    baselines = {split: evaluate_baselines(task, tx, tables[split], predictions=predicted[split])
+                 for split in predicted}
     log(config, f"{task}: baselines on val and test ({time.perf_counter() - clock:.1f} s)")
 
     # say what will run and how long it should take; then train, keeping the best validation epoch
@@ -142,11 +162,25 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     model.eval()
     if not distributed.is_main():
         return {}
+    scale = target_std(tables["train"].label) if "mae" in spec.metrics else None
+
+    calibration = None
+    if spec.task_type == BINARY:  # the served probability is calibrated (training.fit.probability)
+        calibration = calibrate_binary(inference, tables["val"], config.eval_batch_size, config.progress)
+        best_val = score(inference, tables["val"], "val", config)
+        log(config, f"{task}: calibrated on validation (scale {calibration['scale']:.3f}, bias "
+                    f"{calibration['bias']:+.3f}; val ECE {calibration['val_ece_before']:.4f} -> "
+                    f"{calibration['val_ece_after']:.4f})")
 
     # test the selected weights, write the bundle, optionally warm its serving compile cache
-    test = score(inference, tables["test"], "test", config)
+    test_predictions = predict_table(inference, tables["test"], config.eval_batch_size, config.progress,
+                                     f"{task} test")
+    test = score(inference, tables["test"], "test", config, test_predictions)
     document = metrics_document(task, split_result(best_val, baselines["val"]),
-                                split_result(test, baselines["test"]))
+                                split_result(test, baselines["test"]), scale)
+    if calibration is not None:
+        document["calibration"] = calibration
+        document["reliability_test"] = reliability_tables(tables["test"], test_predictions, predicted["test"])
     warning = baseline_warning(document)
     if warning:
         print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
@@ -159,12 +193,15 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
            if spec.ranks else {}),
         "batch_size": batch_size, "max_train_cutoffs": recipe.max_train_cutoffs,
         "train_rows": len(tables["train"]), "val_rows": len(tables["val"]),
+        "test_weeks_back": config.test_weeks_back,
+        "test_week_start": day_to_date(int(tables["test"].seed_time[0])).isoformat(),
         "sampler_strategy": config.train_strategy,
         "compile": config.compile, "stopped_by_time_budget": stopped_by_budget,
         "time_budget_seconds": None if share is None else round(share, 1),
         "training_buckets": sum(len(ladder.buckets) for ladder in trainer.ladders),
         "graphs_compiled_per_epoch": trainer.graphs_per_epoch,
         "processes": distributed.world_size(),  # >1: trained under torchrun (DDP)
+        **({"calibration": {k: calibration[k] for k in ("method", "scale", "bias")}} if calibration else {}),
         "seconds": round(time.perf_counter() - started, 1)}
     if config.from_state_dir:  # the retrain loop: which ingested rows this version has seen
         bundle.training["log_sequence"] = snapshot.sequence
@@ -189,10 +226,13 @@ def improves(value: float, best: float, higher_is_better: bool) -> bool:
 
 
 def score(inference: TaskInference, table: TaskTable, split: str, config: FitConfig,
-          calibrate: bool = False) -> Metrics:
-    """The model's metrics on ``table``; with ``calibrate``, purchase first picks its repeat shift there."""
+          predictions: np.ndarray | None = None, calibrate: bool = False) -> Metrics:
+    """The model's metrics on ``table`` (of ``predictions`` when given); with ``calibrate``, purchase
+    first picks its repeat shift there."""
     args = (inference, table, config.eval_batch_size, config.progress, f"{inference.task} {split}")
     try:
+        if predictions is not None:
+            return compute_metrics(TASKS[inference.task], predictions, table)
         if calibrate and TASKS[inference.task].ranks:
             return calibrated_metrics(*args)[0]
         return evaluate_model(*args)

@@ -9,6 +9,7 @@ def split_cutoffs(
     window_days: int = 7,
     min_history_days: int = 7,
     max_train_cutoffs: int | None = None,
+    weeks_back: int = 0,
 ) -> dict[str, list[int]]:
     """Cutoff days per split, oldest first.
 
@@ -20,12 +21,17 @@ def split_cutoffs(
     entity week and the baselines' history are complete. Training label windows thus end
     exactly where validation's begin and never overlap the validation or test weeks.
 
+    With ``weeks_back`` the test week moves that many windows earlier (``test = max_day -
+    (1 + weeks_back) * window_days``) and everything else with it: one origin of a rolling-origin
+    backtest. Nothing after the test week is labelled.
+
     Args:
         min_day: first transaction day.
         max_day: last transaction day.
         window_days: label window length.
         min_history_days: days of data required up to and including a cutoff.
         max_train_cutoffs: keep only this many most recent training cutoffs (``None``: all).
+        weeks_back: windows to move the test week back from the last full one.
 
     Returns:
         ``{"train": [...], "val": [val], "test": [test]}``.
@@ -37,15 +43,18 @@ def split_cutoffs(
         raise ValueError("window_days and min_history_days must be >= 1")
     if max_train_cutoffs is not None and max_train_cutoffs < 1:
         raise ValueError("max_train_cutoffs must be >= 1 or None")
-    test = max_day - window_days
+    if weeks_back < 0:
+        raise ValueError("weeks_back must be >= 0")
+    test = max_day - (1 + weeks_back) * window_days
     val = test - window_days
     first_allowed = min_day + min_history_days - 1
     train = list(range(val - window_days, first_allowed - 1, -window_days))[::-1]
     if not train:
-        needed = 3 * window_days + min_history_days
+        needed = (3 + weeks_back) * window_days + min_history_days
+        back = f", then {weeks_back} more weeks after the test week" if weeks_back else ""
         raise ValueError(
             f"transactions span {max_day - min_day + 1} days; need at least {needed} "
-            f"({min_history_days} of history, then train, val and test weeks of {window_days})"
+            f"({min_history_days} of history, then train, val and test weeks of {window_days}{back})"
         )
     if max_train_cutoffs is not None:
         train = train[-max_train_cutoffs:]

@@ -75,6 +75,7 @@ class Task:
         num_nodes: Mapping[str, int],
         min_history_days: int = 7,
         max_train_cutoffs: int | None = None,
+        weeks_back: int = 0,
     ) -> dict[str, list[TaskTable]]:
         """Tables for every cutoff of :func:`training.split_cutoffs.split_cutoffs`.
 
@@ -83,6 +84,7 @@ class Task:
             num_nodes: number of entities per node type.
             min_history_days: days of data required up to and including a training cutoff.
             max_train_cutoffs: keep only this many most recent training cutoffs (``None``: all).
+            weeks_back: move the validation and test weeks this many weeks earlier.
 
         Returns:
             ``{"train": [...], "val": [table], "test": [table]}``, one table per cutoff, oldest
@@ -92,7 +94,7 @@ class Task:
         if len(tx) == 0:
             raise ValueError("no transactions: cannot place task cutoffs")
         cutoffs = split_cutoffs(
-            int(tx.day[0]), int(tx.day[-1]), self.window_days, min_history_days, max_train_cutoffs
+            int(tx.day[0]), int(tx.day[-1]), self.window_days, min_history_days, max_train_cutoffs, weeks_back
         )
         return {split: [self.make_table(tx, num_nodes, t) for t in days] for split, days in cutoffs.items()}
 

@@ -12,7 +12,10 @@ Binary classification (churn), ``label`` in {0, 1}, ``score`` higher = more like
   distinct score thresholds in decreasing order (tied scores enter together), ``R_0 = 0``.
   Undefined without positives: raises ``ValueError``.
 
-Regression (sales): ``mae = mean |y - p|``, ``rmse = sqrt(mean (y - p)^2)``.
+Regression (sales): ``mae = mean |y - p|``, ``rmse = sqrt(mean (y - p)^2)``, and beside them
+``nmae = mae / std`` with ``std`` the (population) standard deviation of the training targets
+(RelBench's normalised MAE; added to a report by :func:`with_nmae`, since a metric of one table
+does not see the training targets).
 
 Link prediction (purchase), per customer, with a ranked list of ``k`` predicted articles
 (``-1`` = no prediction, never relevant; a repeated article counts only at its first rank)
@@ -101,6 +104,29 @@ def rmse(target: np.ndarray, pred: np.ndarray) -> float:
     """Root mean squared error of ``(n,)`` predictions."""
     target, pred = _check_pair(target, pred)
     return float(np.sqrt(np.mean((target - pred) ** 2)))
+
+
+def target_std(train_labels: np.ndarray) -> float:
+    """Population standard deviation of the training targets: the scale of ``nmae``."""
+    labels = np.asarray(train_labels, dtype=np.float64)
+    if labels.ndim != 1 or len(labels) == 0:
+        raise ValueError("the training targets must be a non-empty vector")
+    return float(labels.std())
+
+
+def with_nmae(metrics: dict[str, float], std: float) -> dict[str, float]:
+    """``metrics`` with ``nmae = mae / std`` right after ``mae`` (NaN when ``std`` is 0).
+
+    Args:
+        metrics: one system's metrics on one split, holding ``mae``.
+        std: :func:`target_std` of the training targets.
+    """
+    out: dict[str, float] = {}
+    for name, value in metrics.items():
+        out[name] = value
+        if name == "mae":
+            out["nmae"] = value / std if std > 0 else float("nan")
+    return out
 
 
 def relevance(pred: np.ndarray, target_ptr: np.ndarray, target_items: np.ndarray) -> np.ndarray:
