@@ -10,10 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from raw_export import write_export
 
 from models.schema import ARTICLE, CUSTOMER, day_number
 from models.store.live_nodes import NodeEncoder
 from models.store.snapshot import GraphSnapshot
+from training.data.load import load_tables
 from training.snapshot import main
 
 
@@ -58,3 +60,23 @@ def test_new_nodes_encode_as_the_loader_encoded_the_files(built: Path, tiny_csv_
         assert codes.tolist() == snapshot.categorical[node_type][i].tolist()
         torch.testing.assert_close(torch.from_numpy(numeric), snapshot.numeric[node_type][i], atol=1e-5,
                                    rtol=0)
+
+
+@pytest.mark.parametrize("through", ["relserve.toml", "--spec"])
+def test_until_on_a_raw_shop_export_read_through_its_spec(tiny_csv_dir: Path, tmp_path: Path,
+                                                          through: str) -> None:
+    """A flat export (ids with letters, cancellations, guest lines) cut at a day: its own ids, every
+    node of the cleaned lines kept, only the lines of that day and before."""
+    data = write_export(tiny_csv_dir, tmp_path / "data")
+    args = ["--data", str(data), "--out", str(tmp_path / "art"), "--until", "2020-09-15", "--quiet"]
+    if through == "--spec":
+        (data / "relserve.toml").rename(tmp_path / "retail.toml")
+        args += ["--spec", str(tmp_path / "retail.toml")]
+    assert main(args) == 0
+    tables = load_tables(data, progress=False, spec=tmp_path / "retail.toml" if through == "--spec" else None)
+    cut = GraphSnapshot.open(tmp_path / "art" / "snapshot")
+    assert cut.max_day == day_number("2020-09-15")
+    assert cut.num_transactions == int((tables.transactions.day <= cut.max_day).sum())
+    assert np.array_equal(cut.ids[ARTICLE], tables.articles.ids)  # 85123A-style codes, every one kept
+    assert np.array_equal(cut.ids[CUSTOMER], tables.customers.ids)
+    assert cut.lookup(CUSTOMER, ["12346"]).tolist() == [0]

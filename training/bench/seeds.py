@@ -1,6 +1,6 @@
 """``python -m training.bench.seeds``: the model against every baseline over several seeds and datasets.
 
-``python -m training.bench.seeds --data data/demo --data data/real/online-retail-2010 [--seeds 3]
+``python -m training.bench.seeds --data data/demo --data data/real/online-retail-ii [--seeds 3]
 [--out out/seeds] [--fit-args "--epochs 1"] [-- MORE TRAINING.FIT OPTIONS]``
 
 For every dataset and seed (``0 .. N-1`` by default) runs ``python -m training.fit --task all``
@@ -30,10 +30,11 @@ from typing import Any
 
 from models.cli import OneLineErrors
 from models.registry import TASKS
-from models.schema import CUSTOMERS_CSV
 from training.bench.seed_runs import FitRun, reserved_option, run_fit
 from training.bench.seed_stats import LIGHTGBM, MODEL, costs, report, summarize
-from training.data.common import DataError, data_file
+from training.data.common import DataError
+from training.data.sources import resolve_files
+from training.data.spec_file import find_spec
 
 PROG = "python -m training.bench.seeds"
 RESULTS_FILE = "seeds.json"
@@ -96,8 +97,9 @@ def check_data(data: Path, synth: bool) -> str | None:
     if not data.is_dir():
         return (f"--data {data}: no such directory (make the demo data with "
                 f"`python -m training.synth --out {data}`, or pass --synth)")
-    try:
-        data_file(data, CUSTOMERS_CSV)
+    try:  # the spec's first file (DATA/relserve.toml's, else customers.csv of the H&M layout)
+        spec = find_spec(data)
+        resolve_files(data, spec.customers.file or spec.transactions.file)
     except DataError as exc:
         return f"--data {data}: {exc}"
     return None
