@@ -36,7 +36,7 @@ class BenchConfig:
     Args:
         snapshot: snapshot directory (built there unless ``open_only``).
         data: data directory to load, or ``None`` with ``synthetic`` / ``open_only``.
-        spec: its dataset spec file (``None``: ``data/relserve.toml`` if present, else the H&M layout).
+        spec: its dataset spec file (``None``: ``relserve.toml`` in ``data`` if present, else the H&M layout).
         synthetic: build from numpy-synthesised full-size tables instead of CSVs.
         open_only: skip loading and building; open the existing snapshot.
         batch_sizes: seeds per ``sample()`` call.

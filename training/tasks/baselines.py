@@ -4,7 +4,7 @@ The rule baselines are below; ``lightgbm`` (:mod:`training.tasks.gbdt_model`) is
 on hand-built seed-time features, trained on earlier cutoffs.
 
 Every baseline maps ``(transactions, TaskTable) -> predictions`` in the format that
-:func:`training.metrics.compute_metrics` scores: churn and sales ``(n,)`` float64, purchase
+:func:`training.tasks.metrics.compute_metrics` scores: churn and sales ``(n,)`` float64, purchase
 ``(n, k)`` int64 article indices ranked best first, ``-1`` where fewer than ``k`` candidates
 exist. Rows are grouped by seed time, and each group reads only ``day < seed_time``.
 
