@@ -91,8 +91,9 @@ demo-artifacts: demo-data
 	@test -f $(ARTIFACTS)/churn/metrics.json -a -f $(ARTIFACTS)/sales/metrics.json -a -f $(ARTIFACTS)/purchase/metrics.json \
 		|| $(BIN)/python -m training.fit --data $(DATA) --task all --out $(ARTIFACTS)
 
-# Real transactions (data/real/online-retail-2010, gzipped CSVs in the repository, CC BY 4.0).
-REAL_DATA ?= data/real/online-retail-2010
+# Real transactions (data/real/online-retail-ii: the UCI Online Retail II file as published, read
+# through its relserve.toml; CC BY 4.0).
+REAL_DATA ?= data/real/online-retail-ii
 REAL_ARTIFACTS ?= artifacts-real
 
 real-artifacts: install-train
