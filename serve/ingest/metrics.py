@@ -27,7 +27,13 @@ REFRESH_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 class IngestMetrics:
     """The write side's metrics (API server processes and the file drop).
 
-    Every kind x reason series is created at 0, so a dashboard shows 0 rather than "no data".
+    Every series whose labels are known up front (rows and append time per kind, refused rows per
+    kind x reason, compactions) is created at 0, so a dashboard shows 0 rather than "No data"; the
+    server makes one at start-up (:func:`serve.ingest.server.install`) so they are there before the
+    first row. Per status (``relserve_ingest_requests_total``) only statuses that happened are.
+
+    Args:
+        registry: where to register (``None``: nowhere; multiprocess files only).
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -46,6 +52,7 @@ class IngestMetrics:
                                              buckets=REFRESH_BUCKETS, registry=registry)
         for kind in KINDS:
             self._rows.labels(kind)
+            self._append.labels(kind)
             for reason in REASONS:
                 self._rejected.labels(kind, reason)
 

@@ -24,7 +24,7 @@ from serve.ingest.auth import WRITE_KEY_ENV, CredentialError, Credentials
 from serve.ingest.config import WAL, IngestConfig
 from serve.ingest.limits import BodyLimit
 from serve.ingest.log import LogError
-from serve.ingest.metrics import IngestGauges
+from serve.ingest.metrics import IngestGauges, IngestMetrics
 from serve.ingest.routes import add_routes
 from serve.ingest.service import IngestService
 
@@ -85,6 +85,7 @@ def install(app: FastAPI, config: IngestConfig, snapshot_dir: Path, expected_wor
             limit = middleware.kwargs.get("max_size")
             app.user_middleware[i] = Middleware(BodyLimit, max_size=limit, ingest_max_size=config.max_bytes)
     service = IngestService(config, snapshot_dir, expected_workers)
+    IngestMetrics()  # every series with known labels at 0 before the first row (this process's files)
     add_routes(app, service, draining)
     return service
 

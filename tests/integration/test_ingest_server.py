@@ -20,11 +20,13 @@ import requests
 
 from models.registry import TASKS as TASK_SPECS
 from models.schema import ARTICLE, CUSTOMER
+from models.store.records import KINDS
 from models.store.snapshot import GraphSnapshot
-from serve.bench.metrics_read import scrape, value
+from serve.bench.metrics_read import scrape, series, value
 from serve.bench.process import ServerProcess
 from serve.ingest.background import compact_once
 from serve.ingest.config import IngestConfig
+from serve.ingest.problems import REASONS
 from tests.ingest_helpers import READ_KEY, WRITE_KEY, node_ids, transaction_rows
 from tests.integration.conftest import SERVER_ARGS
 from tests.integration.waits import wait_for
@@ -66,6 +68,19 @@ def predict(server: ServerProcess, task: str, body: dict) -> requests.Response:
 
 def status(server: ServerProcess) -> dict:
     return requests.get(f"{server.url}/ingest/status", headers=WRITE, timeout=10).json()
+
+
+# First in the module: it needs the fresh server, before any test has ingested or refused a row.
+def test_every_ingestion_series_is_exported_at_zero_before_the_first_row(ingesting: ServerProcess) -> None:
+    text = scrape(ingesting.url)
+    assert status(ingesting)["log_sequence"] == 0
+    rejected = series(text, "relserve_ingest_rejected_rows_total")
+    for kind in KINDS:
+        assert series(text, "relserve_ingest_rows_total")[(("kind", kind),)] == 0
+        assert series(text, "relserve_ingest_append_seconds_count")[(("kind", kind),)] == 0
+        for reason in REASONS:
+            assert rejected[(("kind", kind), ("reason", reason))] == 0
+    assert series(text, "relserve_compactions_total") == {(): 0}
 
 
 def test_without_a_state_dir_there_are_no_write_routes(server: ServerProcess,
