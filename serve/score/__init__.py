@@ -1,4 +1,4 @@
-"""Batch scoring: ``python -m serve.score.cli.cli`` writes every entity's prediction to a Parquet file."""
+"""Batch scoring: ``python -m serve.score`` writes every entity's prediction to a CSV or Parquet file."""
 
 FORMATS = ("csv", "parquet")
 """Output file formats of batch scoring."""

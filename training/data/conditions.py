@@ -4,7 +4,7 @@ One condition is ``<column> <op> <value>``, the operator between spaces (column 
 spaces: ``Customer ID != null``):
 
 - ``==``, ``!=``: equal or not; ``<``, ``<=``, ``>``, ``>=``: a numeric comparison;
-- ``~``, ``!~``: the text matches / does not match a regular expression (RE2 syntax, a search:
+- ``~``, ``!~``: the text matches / does not match a regular expression (Python ``re`` syntax, a search:
   anchor with ``^`` and ``$``);
 - a value is ``null`` (the empty field; only with ``==`` and ``!=``), a number (compared as a
   number), or text, quoted (``'C'``, ``"United Kingdom"``) or bare (``United Kingdom``).

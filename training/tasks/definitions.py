@@ -77,7 +77,7 @@ class Task:
         max_train_cutoffs: int | None = None,
         weeks_back: int = 0,
     ) -> dict[str, list[TaskTable]]:
-        """Tables for every cutoff of :func:`training.split_cutoffs.split_cutoffs`.
+        """Tables for every cutoff of :func:`training.tasks.cutoffs.split_cutoffs`.
 
         Args:
             tx: all transactions (any order).
@@ -88,7 +88,7 @@ class Task:
 
         Returns:
             ``{"train": [...], "val": [table], "test": [table]}``, one table per cutoff, oldest
-            first; use :func:`training.task_table.concat_tables` for one training table.
+            first; use :func:`training.tasks.table.concat_tables` for one training table.
         """
         tx = sort_by_day(tx)
         if len(tx) == 0:

@@ -11,7 +11,7 @@ import numpy as np
 class TaskTable:
     """Seeds and labels for one task, RelBench style: one row per (entity, seed time).
 
-    A table from :meth:`training.tasks.Task.make_table` holds one cutoff ``t``: every row has
+    A table from :meth:`training.tasks.definitions.Task.make_table` holds one cutoff ``t``: every row has
     ``seed_time = t + 1`` and the label describes days ``(t, t + 7]``. Exactly one of ``label``
     (churn, sales) or ``target_ptr``/``target_items`` (purchase) is set.
 
