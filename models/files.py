@@ -1,4 +1,5 @@
-"""Atomic file writes (torch-free): a reader sees the old file or the new one, never half of one."""
+"""Atomic file writes (torch-free): a reader sees the old file or the new one, never half of one; and
+``fsync`` of a path, file or directory (what makes a write or a rename durable)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,12 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory and a rename."""
     with atomic_open(path) as f:
         f.write(data.encode() if isinstance(data, str) else data)
+
+
+def fsync_path(path: str | Path) -> None:
+    """Flush ``path`` to disk: a file's contents, or a directory's entries (a new or renamed name)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

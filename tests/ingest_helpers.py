@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -22,6 +21,7 @@ import pytest
 from models.schema import ARTICLE, CUSTOMER, day_number, day_to_date
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
+from serve.bench.process import free_port
 from serve.ingest.resp import RedisAddress, RedisClient
 
 CUT = "2020-09-15"  # tiny_csv_dir ends on 2020-09-22: D + 7
@@ -61,12 +61,6 @@ def transaction_batches(csv_dir: Path, after: str, rows_per_batch: int) -> list[
             "article_id": [r["article_id"] for r in part], "price": [float(r["price"]) for r in part],
             "sales_channel_id": [int(r["sales_channel_id"]) for r in part]}))
     return batches
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

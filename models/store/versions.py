@@ -23,6 +23,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.files import fsync_path
 from models.store.compact import materialize
 from models.store.live_view import LiveView
 from models.store.snapshot import GraphSnapshot
@@ -85,15 +86,15 @@ def compact(view: LiveView, state_dir: Path) -> Compaction:
     building = root / f"{_BUILDING}{os.getpid()}-{name}"
     materialize(view, building)
     for path in building.iterdir():
-        _fsync(path)
-    _fsync(building)
+        fsync_path(path)
+    fsync_path(building)
     building.rename(root / name)
-    _fsync(root)
+    fsync_path(root)
     pointer = root / f".{CURRENT_FILE}.{os.getpid()}.tmp"
     pointer.write_text(name + "\n")
-    _fsync(pointer)
+    fsync_path(pointer)
     os.replace(pointer, root / CURRENT_FILE)
-    _fsync(root)
+    fsync_path(root)
     return Compaction(root / name, view.sequence, time.perf_counter() - started, remove_unused(state_dir))
 
 
@@ -154,11 +155,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -34,12 +34,11 @@ import numpy as np
 from models.schema import ARTICLE, CUSTOMER, day_to_date
 from models.store.ids import ids_text
 from models.store.snapshot import GraphSnapshot
+from serve.bench.cli import add_output_options, finish, served_mix_or_exit
 from serve.bench.load import LoadResult, run_requests
 from serve.bench.metrics_read import scrape, value
 from serve.bench.proc import cpu_seconds
 from serve.bench.process import ServerProcess
-from serve.bench.workload import served_mix
-from serve.bundles import ArtifactsError
 
 KEY = "bench-ingest-key"
 WALL = "wall"  # the key of the wall-clock seconds among the CPU seconds of cpu_by_role
@@ -193,14 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="alternations of the two runs")
     parser.add_argument("--watch-poll", type=float, default=0.01, metavar="S",
                         help="how often the lag watcher polls GET /ingest/status (load on the server)")
-    parser.add_argument("--server-args", default="",
-                        help="more python -m serve options, e.g. '--compile none'")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    add_output_options(parser, server_example="--compile none")
     args = parser.parse_args(argv)
-    try:
-        bundles, snapshot, requests = served_mix(args.artifacts)
-    except ArtifactsError as e:
-        parser.exit(2, f"{parser.prog}: error: {e}\n")
+    bundles, snapshot, requests = served_mix_or_exit(parser, args.artifacts)
     with tempfile.TemporaryDirectory(prefix="relserve-bench-ingest-") as tmp:
         server = ServerProcess(args.artifacts, "--state-dir", str(Path(tmp) / "state"),
                                *args.server_args.split(), env={"RELSERVE_WRITE_KEY": KEY},
@@ -246,9 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                 server_lag[f"{b.task} keys lag mean s"] = round(
                     delta("relserve_article_keys_lag_seconds_sum", b.task) / keyed, 4)
     summary = report(alone, loaded, ingester, seen, args.seconds * args.rounds, server_lag, cpu)
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=2))
-    return 0
+    return finish(summary, args.json)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ one table and the ratios the serving targets are stated in.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from models.registry import TASK_NAMES, TASKS
 from models.store.snapshot import GraphSnapshot
 from serve.bench.ceiling import run_ceiling
+from serve.bench.cli import add_output_options, finish
 from serve.bench.load import LoadResult, run_load
 from serve.bench.process import ServerProcess
 from serve.bench.workload import copy_without_compile_cache, request_bodies
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per point")
     parser.add_argument("--clients", default=None,
                         help="comma-separated concurrency levels (default: 1,8,32; with --ceiling 1,32)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    add_output_options(parser)
     parser.add_argument("--ceiling", action="store_true",
                         help="compare with the no-model ceiling and naive servers under wrk")
     parser.add_argument("--traffic", default=",".join(("mixed", *TASK_NAMES)),
@@ -117,10 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for server in servers.values():
                 server.stop()
-    summary = report(results, ready, clients)
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=2))
-    return 0
+    return finish(report(results, ready, clients), args.json)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from models.registry import TASKS
 from models.store.snapshot import GraphSnapshot
+from serve.bench.cli import finish
 from serve.bench.load import LoadResult, run_load
 from serve.bench.proc import memory
 from serve.bench.process import ServerProcess
@@ -155,9 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             summary = soak(args, Path(tmp))
     except (ArtifactsError, RuntimeError, TimeoutError) as e:
         parser.exit(1, f"{PROG}: error: {str(e).splitlines()[0]}\n")
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=2))
-    return 0 if summary["passed"] else 1
+    return finish(summary, args.json, passed=summary["passed"])
 
 
 if __name__ == "__main__":

@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from models.runtime.bundle import CACHE_DIR, CONFIG_FILE, METRICS_FILE, WEIGHTS_FILE
+from serve.bench.cli import add_output_options, finish, served_mix_or_exit
 from serve.bench.proc import memory
 from serve.bench.process import ServerProcess
-from serve.bench.workload import served_mix
-from serve.bundles import ArtifactsError, TaskBundle
+from serve.bundles import TaskBundle
 
 KEY = "bench-swap-key"
 
@@ -174,14 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--artifacts", type=Path, required=True)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds without a swap")
-    parser.add_argument("--server-args", default="",
-                        help="more python -m serve options, e.g. '--max-batch-size 8'")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    add_output_options(parser, server_example="--max-batch-size 8")
     args = parser.parse_args(argv)
-    try:
-        bundles, _, requests = served_mix(args.artifacts)
-    except ArtifactsError as e:
-        parser.exit(2, f"{parser.prog}: error: {e}\n")
+    bundles, _, requests = served_mix_or_exit(parser, args.artifacts)
     tasks = [b.task for b in bundles]
     with tempfile.TemporaryDirectory(prefix="relserve-bench-swap-") as tmp:
         root = repository(bundles, Path(tmp) / "repository")
@@ -191,9 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"server ready in {server.wait_ready(timeout=1800):.0f} s", file=sys.stderr, flush=True)
             summary = run(server, root, tasks, requests, args)
     report(summary)
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=2))
-    return 0
+    return finish(summary, args.json)
 
 
 if __name__ == "__main__":

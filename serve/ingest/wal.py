@@ -28,6 +28,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from models.files import fsync_path
 from models.store.records import IngestBatch
 from serve.ingest.log import READ_LIMIT, LogConflict, LogError, decode_batch, encode_batch, numbered
 from serve.ingest.wal_records import frame, parse, valid_record_after
@@ -196,11 +197,7 @@ class WriteAheadLog:
                     "its batch was never acknowledged", self._path(), self._offset, len(buf) - stop)
         os.truncate(self._path(), self._offset)
         if self.sync:
-            fd = os.open(self._path(), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(self._path())
 
     # Writing.
 
@@ -220,13 +217,8 @@ class WriteAheadLog:
         return self._write_fd
 
     def _sync_directory(self) -> None:
-        if not self.sync:
-            return
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if self.sync:
+            fsync_path(self.directory)
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:

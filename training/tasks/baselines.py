@@ -28,6 +28,7 @@ from training.tasks.day_windows import day_slice, popular_articles, seed_groups,
 from training.tasks.table import TaskTable
 
 Baseline = Callable[[Transactions, TaskTable], np.ndarray]
+SeedGroup = Callable[[Transactions, int, np.ndarray], np.ndarray]
 
 
 def _dense_lookup(keys: np.ndarray, size: int) -> np.ndarray:
@@ -35,6 +36,20 @@ def _dense_lookup(keys: np.ndarray, size: int) -> np.ndarray:
     pos = np.full(size, -1, dtype=np.int64)
     pos[keys] = np.arange(len(keys))
     return pos
+
+
+def _by_seed_time(tx: Transactions, table: TaskTable, group: SeedGroup, k: int | None = None) -> np.ndarray:
+    """Every baseline's loop: ``group(day-sorted tx, seed_time, rows)`` predicts the table's ``rows``
+    of one seed time (a ``(len(rows),)`` array, or one row for them all).
+
+    Returns:
+        ``(n,)`` float64, or with ``k`` ``(n, k)`` int64.
+    """
+    tx = sort_by_day(tx)
+    pred = np.empty(len(table), dtype=np.float64) if k is None else np.empty((len(table), k), dtype=np.int64)
+    for seed_time, rows in seed_groups(table.seed_time):
+        pred[rows] = group(tx, seed_time, rows)
+    return pred
 
 
 def churn_recency_frequency(tx: Transactions, table: TaskTable, weeks: int = 4) -> np.ndarray:
@@ -49,10 +64,9 @@ def churn_recency_frequency(tx: Transactions, table: TaskTable, weeks: int = 4) 
     Returns:
         ``(n,)`` float64 scores in ``[0, 1]``.
     """
-    tx = sort_by_day(tx)
     span = 7 * weeks
-    score = np.empty(len(table), dtype=np.float64)
-    for seed_time, rows in seed_groups(table.seed_time):
+
+    def group(tx: Transactions, seed_time: int, rows: np.ndarray) -> np.ndarray:
         hist = day_slice(tx, seed_time - span, seed_time - 1)
         customers = unique_sorted(table.entity[rows])
         size = max(int(customers.max()), int(tx.customer[hist].max(initial=0))) + 1
@@ -65,8 +79,9 @@ def churn_recency_frequency(tx: Transactions, table: TaskTable, weeks: int = 4) 
         np.maximum.at(last_day, pos, days)
         recency = seed_time - last_day
         per_customer = 1 - (active_weeks + 1) / (weeks + 2) + recency / ((span + 2) * (weeks + 2))
-        score[rows] = per_customer[np.searchsorted(customers, table.entity[rows])]
-    return score
+        return per_customer[np.searchsorted(customers, table.entity[rows])]
+
+    return _by_seed_time(tx, table, group)
 
 
 def sales_last_week(tx: Transactions, table: TaskTable) -> np.ndarray:
@@ -75,14 +90,13 @@ def sales_last_week(tx: Transactions, table: TaskTable) -> np.ndarray:
     Returns:
         ``(n,)`` float64 predicted sales.
     """
-    tx = sort_by_day(tx)
-    pred = np.empty(len(table), dtype=np.float64)
-    for seed_time, rows in seed_groups(table.seed_time):
+    def group(tx: Transactions, seed_time: int, rows: np.ndarray) -> np.ndarray:
         week = day_slice(tx, seed_time - 7, seed_time - 1)
         size = max(int(table.entity[rows].max()), int(tx.article[week].max(initial=0))) + 1
         sales = np.bincount(tx.article[week], weights=tx.price[week], minlength=size)
-        pred[rows] = sales[table.entity[rows]]
-    return pred
+        return sales[table.entity[rows]]
+
+    return _by_seed_time(tx, table, group)
 
 
 def _popular(tx: Transactions, seed_time: int, k: int) -> np.ndarray:
@@ -97,11 +111,7 @@ def purchase_popular(tx: Transactions, table: TaskTable, k: int = 12) -> np.ndar
     Returns:
         ``(n, k)`` int64 article indices, best first.
     """
-    tx = sort_by_day(tx)
-    pred = np.empty((len(table), k), dtype=np.int64)
-    for seed_time, rows in seed_groups(table.seed_time):
-        pred[rows] = _popular(tx, seed_time, k)
-    return pred
+    return _by_seed_time(tx, table, lambda tx, seed_time, rows: _popular(tx, seed_time, k), k)
 
 
 def _last_distinct_articles(tx: Transactions, stop: int, customers: np.ndarray, k: int) -> np.ndarray:
@@ -163,14 +173,13 @@ def purchase_repeat(tx: Transactions, table: TaskTable, k: int = 12) -> np.ndarr
     Returns:
         ``(n, k)`` int64 article indices, best first.
     """
-    tx = sort_by_day(tx)
-    pred = np.empty((len(table), k), dtype=np.int64)
-    for seed_time, rows in seed_groups(table.seed_time):
+    def group(tx: Transactions, seed_time: int, rows: np.ndarray) -> np.ndarray:
         customers, inverse = np.unique(table.entity[rows], return_inverse=True)
         stop = int(np.searchsorted(tx.day, seed_time, side="left"))
         own = _last_distinct_articles(tx, stop, customers, k)
-        pred[rows] = _top_up(own, _popular(tx, seed_time, k))[inverse]
-    return pred
+        return _top_up(own, _popular(tx, seed_time, k))[inverse]
+
+    return _by_seed_time(tx, table, group, k)
 
 
 def task_baselines(spec: TaskSpec) -> dict[str, Baseline]:
