@@ -16,16 +16,30 @@ PATH = "/predict/churn"
 
 
 class SlowApp:
-    """Answers 200 after ``delay_s``, or never (``None``); counts calls."""
+    """Answers 200 at once, once ``release()`` was called (``held``), or never (``delay_s`` None);
+    counts calls."""
 
-    def __init__(self, delay_s: float | None = 0.0) -> None:
+    def __init__(self, delay_s: float | None = 0.0, held: bool = False) -> None:
         self.delay_s = delay_s
         self.calls = 0
+        self.held = held
+        self._released: asyncio.Event | None = None
+
+    def release(self) -> None:
+        self.released.set()
+
+    @property
+    def released(self) -> asyncio.Event:
+        if self._released is None:  # created in the running event loop
+            self._released = asyncio.Event()
+        return self._released
 
     async def __call__(self, scope, receive, send) -> None:
         self.calls += 1
         if self.delay_s is None:
             await asyncio.Event().wait()
+        if self.held:
+            await self.released.wait()
         await asyncio.sleep(self.delay_s)
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"{}"})
@@ -65,11 +79,18 @@ def make(inner, registry, limit: int = 2, deadline_s: float = 5.0) -> tuple[Admi
 
 
 def test_over_the_bound_answers_503_with_retry_after_at_once(registry):
-    inner = SlowApp(0.2)
+    inner = SlowApp(held=True)
     admission, state = make(inner, registry, limit=2)
 
     async def burst():
-        return await asyncio.gather(*(call(admission) for _ in range(5)))
+        calls = [asyncio.create_task(call(admission)) for _ in range(5)]
+        for _ in range(10_000):  # the 503s come back while the two admitted are held
+            if sum(c.done() for c in calls) == 3:
+                break
+            await asyncio.sleep(0)
+        assert inner.calls == 2 and [c.result()[0] for c in calls if c.done()] == [503] * 3
+        inner.release()
+        return await asyncio.gather(*calls)
 
     results = asyncio.run(burst())
     statuses = sorted(status for status, _, _ in results)
