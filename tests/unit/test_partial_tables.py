@@ -7,6 +7,7 @@ file's features where it has them, empty features elsewhere, counted in the load
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 from raw_export import export_table
 
+from models.store.live_nodes import ENCODINGS_FILE
 from training.data.load import load_tables
 from training.data.spec_file import SpecError, parse_spec
+from training.snapshot import main as snapshot_main
 
 SPEC = """[transactions]
 file = "orders.parquet"
@@ -58,7 +61,7 @@ def write(directory: Path, orders: pa.Table, signup: list[str], customer_extra: 
     known = customers[::3]
     pa_csv.write_csv(pa.table({
         "customer_no": [str(c) for c in known] + ["99999"],
-        "segment": ["retail" if k % 2 else "wholesale" for k in range(len(known))] + ["retail"],
+        "segment": ["retail" if k % 2 else "wholesale" for k in range(len(known))] + ["staff"],
         "signup": [signup[k % len(signup)] for k in range(len(known) + 1)],
     }), directory / "customers.csv")
     codes = sorted(set(orders["StockCode"].to_pylist()))
@@ -111,3 +114,13 @@ def test_a_partial_table_needs_the_file_s_id_column() -> None:
     assert spec.customers.partial and not spec.customers.derived
     del document["customers"]["from"]
     assert not parse_spec(document, "relserve.toml").customers.partial  # file alone: today's meaning
+
+
+def test_new_nodes_encode_as_the_partial_file_was_encoded(orders: pa.Table, tmp_path: Path) -> None:
+    """encodings.json reads the file back for the ids the snapshot holds: the dropped row's value
+    ('staff', of a customer who never bought) is not in the vocabulary."""
+    write(tmp_path / "data", orders, ["2009-12-01"])
+    assert snapshot_main(["--data", str(tmp_path / "data"), "--out", str(tmp_path / "art"), "--quiet"]) == 0
+    encodings = json.loads((tmp_path / "art" / "snapshot" / ENCODINGS_FILE).read_text())
+    assert encodings["customer"]["categorical"]["segment"] == ["retail", "wholesale"]
+    assert encodings["article"]["categorical"]["colour"] == ["c0", "c1", "c2", "c3"]
