@@ -3,7 +3,8 @@
 A derived table has one row per id that occurs in the (filtered) transaction lines; each feature
 column takes the id's most frequent non-empty value among its lines, ties going to the value seen
 first. One pass over the lines keeps only per-(id, value) counts and first rows, merged as it
-goes, so memory follows the distinct pairs, not the lines.
+goes, so memory follows the distinct pairs, not the lines. The same pass collects the ids of a
+partial attribute table (:mod:`training.data.partial`).
 """
 
 from __future__ import annotations
@@ -98,18 +99,18 @@ def derive_entities(data_dir: Path, spec: DatasetSpec, note: Callable[[str], obj
         DataError: as :func:`training.data.lines.transaction_lines`, and an empty or too long id.
     """
     tx = spec.transactions
-    derived = [n for n in (spec.customers, spec.articles) if n.ids_from_transactions]
-    features = {n.table: (n.features or ()) if n.derived else () for n in derived}
+    from_lines = [n for n in (spec.customers, spec.articles) if n.ids_from_transactions]
+    features = {n.table: (n.features or ()) if n.derived else () for n in from_lines}
     reads = {}
     for columns in features.values():
         reads |= feature_reads(columns)
-    ids: dict[str, list[pa.Array]] = {n.table: [] for n in derived}
-    modes = {(n.table, f.column): _Modes() for n in derived for f in features[n.table] if f.column in reads}
+    ids: dict[str, list[pa.Array]] = {n.table: [] for n in from_lines}
+    modes = {(n.table, f.column): _Modes() for n in from_lines for f in features[n.table] if f.column in reads}
     file_numbers: dict[Path, int] = {}
     for group in transaction_lines(data_dir, tx, reads, progress, desc=f"{tx.file} (derive tables)"):
         number = file_numbers.setdefault(group.file.path, len(file_numbers))
         order = number * _FILE_ROWS + group.rows
-        for node in derived:
+        for node in from_lines:
             column = group.customer if node is spec.customers else group.article
             check_ids(column.combine_chunks(), node.id, node.max_id_bytes,
                       lambda k, g=group: f"{g.file.name}: {g.file.where(int(g.rows[k]))}")
@@ -119,7 +120,7 @@ def derive_entities(data_dir: Path, spec: DatasetSpec, note: Callable[[str], obj
                     modes[node.table, f.column].add(column, group.extra[f.column], order)
     return {node.table: _table(node, features[node.table], ids[node.table], modes, note, tx.file)
             if node.derived else partial_entities(data_dir, node, _unique(ids[node.table]), note, progress)
-            for node in derived}
+            for node in from_lines}
 
 
 def _unique(parts: list[pa.Array]) -> pa.Array:

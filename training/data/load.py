@@ -2,6 +2,8 @@
 
 The spec (:mod:`training.data.spec`) is ``DIR/relserve.toml`` when the data directory has one,
 else the built-in Kaggle H&M layout (``customers.csv``, ``articles.csv``, ``transactions_train.csv``).
+A customers or articles table is a file of its own, derived from the transactions, or partial (the
+transactions' ids, a file's features where it has them: :mod:`training.data.partial`).
 Every id is read as text (``article_id`` ``0108775015`` keeps its leading zero), entity rows are
 sorted by id so that an id's dense index is its rank, and the transactions refer to customers and
 articles by those indices. Bad input raises :class:`DataError` with one message naming the file,
