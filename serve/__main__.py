@@ -17,17 +17,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from models.cli import CliError
 from serve.config import PROG, ServeConfig, parse_args
 
 METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
-class StartupError(Exception):
+class StartupError(CliError):
     """Cannot start; the message is the one line shown, ``exit_code`` the status."""
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def resolve_accelerator(config: ServeConfig) -> str:
@@ -119,8 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         start(config)
     except StartupError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return e.exit_code
+        return e.report(PROG)
     except RuntimeError as e:  # LitServe: "One or more workers failed to start"
         print(f"{PROG}: error: {e} (see the worker log above)", file=sys.stderr)
         return 1

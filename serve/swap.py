@@ -32,6 +32,7 @@ from serve.guard import Verdict, judge
 from serve.model_control import ModelControl, Order, WorkerState, log, log_to_stderr
 from serve.model_load import Refused, Served, load_version
 from serve.model_metrics import ModelMetrics
+from serve.models_config import DEFAULT_POLL_S
 from serve.repository import ModelVersion, RepositoryError, find_version, task_versions
 
 VERSION_HEADER = "X-Model-Version"  # on every prediction answer: the version that computed it
@@ -56,7 +57,7 @@ class SwapSettings:
     control_dir: str
     artifacts: str
     version: int
-    poll_s: float = 5.0
+    poll_s: float = DEFAULT_POLL_S
     pinned: bool = False
     force: bool = False
     held_back: tuple[tuple[int, str], ...] = field(default_factory=tuple)

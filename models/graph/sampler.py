@@ -49,7 +49,7 @@ class SamplerConfig:
             filling its fanout from a single large basket; ``0``: no limit.
     """
 
-    fanouts: tuple[int, ...] = (12, 8)
+    fanouts: tuple[int, ...] = (12, 4)  # what training.fit's recipe samples (docs/training.md)
     strategy: Literal["last", "uniform"] = "last"
     per_day: int = 0
 

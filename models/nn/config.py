@@ -1,4 +1,9 @@
-"""Model hyper-parameters: one dataclass, stored as JSON in the checkpoint bundle."""
+"""Model hyper-parameters: one dataclass, stored as JSON in the checkpoint bundle.
+
+Its defaults are the shape ``python -m training.fit`` trains (:class:`training.fit.config.TaskRecipe`
+reads them; docs/training.md lists them); a bundle records every field, so they never decide how a
+stored model is read, except for fields older bundles lack (:data:`BEFORE_RECORDED`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 AGGREGATIONS = ("mean", "sum", "max", "std")
+BEFORE_RECORDED = {"log_target": False}
+"""Fields added after bundles were first written, with the value those bundles were trained with."""
 
 
 @dataclass
@@ -30,16 +37,16 @@ class ModelConfig:
             :class:`models.nn.heads.SalesHead`); ``False`` for bundles written before it existed.
     """
 
-    hidden: int = 128
+    hidden: int = 64
     num_layers: int = 2
-    aggregation: str = "mean"
+    aggregation: str = "sum"
     time_channels: int = 16
     time_period_days: float = 1024.0
     dropout: float = 0.0
-    head_hidden: int = 128
-    embedding_dim: int = 128
+    head_hidden: int = hidden  # the recipe's --hidden sets all three widths
+    embedding_dim: int = hidden
     trim: bool = True
-    log_target: bool = False
+    log_target: bool = True
 
     def __post_init__(self) -> None:
         if self.hidden <= 0 or self.num_layers <= 0 or self.embedding_dim <= 0:
@@ -58,9 +65,10 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
-        """Build from a JSON dict, rejecting unknown keys so a typo cannot silently fall back."""
+        """Build from a JSON dict, rejecting unknown keys so a typo cannot silently fall back; a key
+        of :data:`BEFORE_RECORDED` that ``values`` lacks takes the value it had before."""
         known = {f.name for f in fields(cls)}
         unknown = set(values) - known
         if unknown:
             raise ValueError(f"unknown ModelConfig keys: {sorted(unknown)}")
-        return cls(**values)
+        return cls(**{**BEFORE_RECORDED, **values})

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from models.cli import OneLineErrors
+from models.cli import OneLineErrors, add_threads_option
 from models.registry import TASK_NAMES, TASKS
 from serve.config import COMPILE_STRATEGIES
 
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--limit", type=int, default=102_400, help="entities scored")
     p.add_argument("--compile", default="buckets", choices=COMPILE_STRATEGIES)
-    p.add_argument("--threads", type=int, default=None)
+    add_threads_option(p, "every core this process may use")
     a = p.parse_args(argv)
     if not (a.artifacts / a.task).is_dir():
         p.error(f"--artifacts {a.artifacts} has no {a.task}/ bundle")

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 WAL = "wal"
 CLOCKS = ("data", "wall")
 WAL_DIR = "wal"
+# The defaults of the settings the followers (serve.ingest.follower, serve.ingest.pacing) take too.
+DEFAULT_POLL_S = 0.05
 DEFAULT_FOLLOW_SHARE = 1.0  # no pause: the lowest lag; measured throughput no worse (BENCHMARKS.md)
 DEFAULT_KEY_SHARE = 0.25  # the purchase keys: the follower's costliest work (BENCHMARKS.md)
 
@@ -57,7 +59,7 @@ class IngestConfig:
     max_rows: int = 10_000
     max_bytes: int = 8 << 20
     sync_timeout_s: float = 10.0
-    poll_s: float = 0.05
+    poll_s: float = DEFAULT_POLL_S
     file_poll_s: float = 1.0
     clock: str = "data"
     compact_every_s: float | None = None
@@ -114,8 +116,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "are ingested and moved to done/")
     group.add_argument("--ingest-lateness-days", type=int, default=d.lateness_days, metavar="N",
                        help="refuse transactions dated more than N days before the graph's latest day")
-    group.add_argument("--ingest-max-rows", type=int, default=d.max_rows, metavar="N")
-    group.add_argument("--ingest-max-bytes", type=int, default=d.max_bytes, metavar="N")
+    group.add_argument("--ingest-max-rows", type=int, default=d.max_rows, metavar="N",
+                       help="most rows per batch (413 beyond)")
+    group.add_argument("--ingest-max-bytes", type=int, default=d.max_bytes, metavar="N",
+                       help="largest ingestion body in bytes (413 beyond)")
     group.add_argument("--sync-timeout", type=float, default=d.sync_timeout_s, metavar="S",
                        help="longest ?sync=true waits for every worker to serve a batch")
     group.add_argument("--ingest-poll", type=float, default=d.poll_s, metavar="S",
@@ -125,11 +129,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "tomorrow UTC when later (wall)")
     group.add_argument("--ingest-share", type=float, default=d.follow_share, metavar="F",
                        help="largest share of its time each worker spends applying the log; batches "
-                            "arriving meanwhile are applied together (default 1: no pause; lower: less "
-                            "taken from answers, longer ingest-to-visible lag)")
+                            "arriving meanwhile are applied together (default %(default)g; 1: no pause; "
+                            "lower: less taken from answers, longer ingest-to-visible lag)")
     group.add_argument("--key-share", type=float, default=d.key_share, metavar="F",
                        help="largest share of its time the purchase worker spends recomputing the "
-                            "article keys after the graph changed (default %(default)s; 1: after every "
+                            "article keys after the graph changed (default %(default)g; 1: after every "
                             "step; lower: less taken from answers, staler keys)")
     group.add_argument("--compact-every", type=float, default=None, metavar="S",
                        help="fold the log into a new snapshot version every S seconds (default: never)")

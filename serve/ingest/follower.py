@@ -41,7 +41,7 @@ from pathlib import Path
 from models.store.live import BatchError, LiveGraph, wall_clock
 from models.store.versions import Lease, current_snapshot_dir, open_current
 from serve.gil import FAST_SWITCHING
-from serve.ingest.config import IngestConfig
+from serve.ingest.config import DEFAULT_FOLLOW_SHARE, DEFAULT_KEY_SHARE, DEFAULT_POLL_S, IngestConfig
 from serve.ingest.log import Log, LogError, check_order
 from serve.ingest.metrics import FollowerMetrics
 from serve.ingest.pacing import Pacer, StepClock
@@ -72,10 +72,10 @@ class Follower:
     """
 
     def __init__(self, log: Log, graph: LiveGraph, progress: ProgressFile, metrics: FollowerMetrics,
-                 poll_s: float = 0.05, refresh: Callable[[], bool] | None = None,
+                 poll_s: float = DEFAULT_POLL_S, refresh: Callable[[], bool] | None = None,
                  versions: tuple[Path, Path] | None = None, lease: Lease | None = None,
-                 switch: Callable[[LiveGraph], None] | None = None, follow_share: float = 1.0,
-                 key_share: float = 1.0) -> None:
+                 switch: Callable[[LiveGraph], None] | None = None,
+                 follow_share: float = DEFAULT_FOLLOW_SHARE, key_share: float = DEFAULT_KEY_SHARE) -> None:
         self.log = log
         self.graph = graph
         self.versions = versions

@@ -30,6 +30,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from serve.ingest.config import DEFAULT_POLL_S
+
 RECENT_STEPS = 5  # working steps whose median cost sets the pause
 
 
@@ -44,7 +46,7 @@ class Pacer:
     """
 
     share: float
-    poll_s: float = 0.05
+    poll_s: float = DEFAULT_POLL_S
     recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_STEPS), init=False)
 
     def __post_init__(self) -> None:

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.cli import OneLineErrors
+from models.cli import CliError, OneLineErrors, add_threads_option
 from models.registry import TASK_NAMES
 from serve.config import COMPILE_STRATEGIES, available_cores
 from serve.score import FORMATS
@@ -24,12 +24,8 @@ PROG = "python -m serve.score"
 MAX_BATCH = 8192
 
 
-class ScoreError(Exception):
+class ScoreError(CliError):
     """Cannot score; the message is the one line shown, ``exit_code`` the status."""
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 @dataclass
@@ -43,7 +39,7 @@ class ScoreConfig:
         fmt: ``csv`` or ``parquet``.
         batch_size: entities per compiled forward.
         compile: ``buckets`` (a ladder fitted to ``batch_size``), ``dynamic`` or ``none`` (eager).
-        threads: torch threads (default: every core this process may use).
+        threads: torch threads (``None``: every core this process may use).
         compile_cache_dir: as ``python -m serve --compile-cache-dir``.
         device: ``cpu`` or ``cuda``.
         progress: tqdm bars on stderr.
@@ -90,7 +86,7 @@ def parse_args(argv: list[str] | None = None) -> ScoreConfig:
     p.add_argument("--format", default=d.fmt, choices=FORMATS)
     p.add_argument("--batch-size", type=int, default=d.batch_size, help="entities per forward")
     p.add_argument("--compile", default=d.compile, choices=COMPILE_STRATEGIES)
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    add_threads_option(p, "every core this process may use")
     p.add_argument("--compile-cache-dir", type=Path, default=None, metavar="DIR",
                    help="compile caches (default: beside each bundle if writable)")
     p.add_argument("--device", default=d.device, choices=("cpu", "cuda"))
@@ -169,8 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(config)
     except ScoreError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return e.exit_code
+        return e.report(PROG)
     except KeyboardInterrupt:
         print(f"{PROG}: error: interrupted (no partial file was left)", file=sys.stderr)
         return 130

@@ -11,9 +11,7 @@ import torch
 from models.graph.features import gather_inputs, table_specs
 from models.nn.inputs import ModelInputs, TableSpec
 from models.schema import NEIGHBOUR_TYPE, EdgeType
-from training.bench.random_batches import random_batches, random_tables, tree_max_sizes
-
-FANOUTS = (12, 8)
+from training.bench.random_batches import BENCH_FANOUTS, random_batches, random_tables, tree_max_sizes
 
 
 @dataclass
@@ -43,10 +41,10 @@ class BatchSource:
         tables = random_tables(20_000, 5_000)
 
         def sample(sizes: list[int], seed: int, train: bool) -> list[ModelInputs]:
-            batches = random_batches(tables, seed_type, sizes, FANOUTS, fill, seed)
+            batches = random_batches(tables, seed_type, sizes, BENCH_FANOUTS, fill, seed)
             return [gather_inputs(tables, b) for b in batches]
 
-        return cls(f"random trees (fill {fill})", table_specs(tables), tree_max_sizes(FANOUTS), sample)
+        return cls(f"random trees (fill {fill})", table_specs(tables), tree_max_sizes(BENCH_FANOUTS), sample)
 
     @classmethod
     def snapshot(cls, directory: Path, seed_type: str) -> BatchSource:
@@ -54,8 +52,8 @@ class BatchSource:
         from models.store.snapshot import GraphSnapshot
 
         snapshot = GraphSnapshot.open(directory)
-        samplers = {train: TemporalSampler(snapshot, SamplerConfig(FANOUTS, "uniform" if train else "last"))
-                    for train in (True, False)}
+        samplers = {train: TemporalSampler(snapshot, SamplerConfig(BENCH_FANOUTS, "uniform" if train
+                                                                   else "last")) for train in (True, False)}
         rowptr = snapshot.adjacency[(seed_type, NEIGHBOUR_TYPE[seed_type])].rowptr
 
         def sample(sizes: list[int], seed: int, train: bool) -> list[ModelInputs]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from models.cli import add_threads_option
 from models.graph.buckets import BucketLadder
 from models.nn.inputs import ModelInputs
 from models.nn.model import TaskModel
@@ -27,7 +28,7 @@ from models.runtime.compile import STRATEGIES, CompileConfig, Predictor, compile
 from models.runtime.train_step import TrainStep, tensor_lr_adam
 from training.bench.batches import BatchSource
 from training.bench.random_batches import random_targets
-from training.bench.start import measure_start
+from training.bench.start import COMPILE_BENCH_MODEL, measure_start
 
 SEED_TYPE = {name: spec.entity_type for name, spec in TASKS.items() if not spec.ranks}  # one-number heads
 
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--fill", type=float, default=0.7, help="random trees: mean fraction of each fanout")
     parser.add_argument("--factor", type=float, default=2.0, help="size ratio between bucket levels")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    add_threads_option(parser, "torch's default, every core of the machine")
     parser.add_argument("--only", choices=["train", "infer", "start"], help="run one part only")
     args = parser.parse_args(argv)
     if min(args.train_seeds, *args.infer_seeds, args.batches, args.rounds) < 1 or not 0 < args.fill <= 1:
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     source = BatchSource.open(args.data, seed_type, args.fill)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.task}, data: {source.name}")
     torch.manual_seed(0)
-    base = TaskModel(args.task, source.specs)
+    base = TaskModel(args.task, source.specs, COMPILE_BENCH_MODEL)
 
     def ladder(sizes: list[int], train: bool) -> BucketLadder:  # fitted on batches apart from the timed
         samples = source.sample(sizes, 99, train)

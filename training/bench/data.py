@@ -23,6 +23,7 @@ from models.graph.sampler import SamplerConfig, TemporalSampler
 from models.schema import NODE_TYPES
 from models.store.snapshot import GraphSnapshot
 from models.store.tables import RelTables
+from training.bench.random_batches import BENCH_FANOUTS
 from training.data.load import DataError, load_tables
 from training.synth.tables import SyntheticSize, synthetic_tables
 
@@ -50,7 +51,7 @@ class BenchConfig:
     synthetic: bool = False
     open_only: bool = False
     batch_sizes: tuple[int, ...] = (1, 16, 128)
-    fanouts: tuple[int, ...] = (12, 8)
+    fanouts: tuple[int, ...] = BENCH_FANOUTS
     seconds: float = 2.0
 
 
@@ -132,7 +133,8 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     parser.add_argument("--spec", type=Path, metavar="FILE", help="dataset spec of --data (TOML)")
     parser.add_argument("--snapshot", type=Path, required=True, help="snapshot directory")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 128])
-    parser.add_argument("--fanouts", type=int, nargs="+", default=[12, 8])
+    parser.add_argument("--fanouts", type=int, nargs="+", default=list(BENCH_FANOUTS),
+                        help="sampler fanouts per hop (default: %(default)s; training.fit samples 12 4)")
     parser.add_argument("--seconds", type=float, default=2.0, help="sampling time per configuration")
     args = parser.parse_args(argv)
     if args.data is not None and not args.data.is_dir():

@@ -30,6 +30,10 @@ from models.schema import (
     NEIGHBOUR_TYPE,
 )
 
+BENCH_FANOUTS = (12, 8)
+"""The fanouts of the benchmarks' batches (BENCHMARKS.md's sampler and compile figures): one hop
+wider than what training.fit samples (:class:`models.graph.sampler.SamplerConfig`'s default)."""
+
 
 @dataclass
 class RandomTables:
@@ -67,8 +71,9 @@ def random_tables(num_customers: int = 2000, num_articles: int = 500, seed: int 
     return RandomTables(categorical, numeric, cards)
 
 
-def random_batch(tables: RandomTables, seed_type: str, num_seeds: int, fanouts: tuple[int, ...] = (12, 8),
-                 fill: float = 0.5, generator: torch.Generator | None = None) -> SubgraphBatch:
+def random_batch(tables: RandomTables, seed_type: str, num_seeds: int,
+                 fanouts: tuple[int, ...] = BENCH_FANOUTS, fill: float = 0.5,
+                 generator: torch.Generator | None = None) -> SubgraphBatch:
     """One batch of disjoint trees; each node has ``Binomial(fanout, fill)`` children.
 
     Args:
@@ -120,19 +125,19 @@ def random_batch(tables: RandomTables, seed_type: str, num_seeds: int, fanouts: 
     )
 
 
-def tree_max_sizes(fanouts: tuple[int, ...] = (12, 8)) -> MaxSizes:
+def tree_max_sizes(fanouts: tuple[int, ...] = BENCH_FANOUTS) -> MaxSizes:
     """Worst case of :func:`random_batch` (every fanout full): the sampler's own worst case."""
     return functools.partial(max_tree_sizes, fanouts)
 
 
 def tree_ladder(seed_type: str, max_seeds: int, factor: float = 2.0,
-                fanouts: tuple[int, ...] = (12, 8)) -> BucketLadder:
+                fanouts: tuple[int, ...] = BENCH_FANOUTS) -> BucketLadder:
     """The geometric bucket ladder over :func:`tree_max_sizes` (benchmarks and tests on random trees)."""
     return BucketLadder.geometric(tree_max_sizes(fanouts), seed_type, max_seeds, factor)
 
 
 def random_batches(tables: RandomTables, seed_type: str, batch_sizes: list[int],
-                   fanouts: tuple[int, ...] = (12, 8), fill: float = 0.5, seed: int = 0
+                   fanouts: tuple[int, ...] = BENCH_FANOUTS, fill: float = 0.5, seed: int = 0
                    ) -> Iterator[SubgraphBatch]:
     """One :func:`random_batch` per entry of ``batch_sizes``, reproducible from ``seed``."""
     gen = torch.Generator().manual_seed(seed)

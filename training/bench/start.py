@@ -16,6 +16,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from models.nn.config import ModelConfig
+
+COMPILE_BENCH_MODEL = ModelConfig(hidden=128, head_hidden=128, embedding_dim=128, aggregation="mean",
+                                  log_target=False)
+"""The model BENCHMARKS.md's compile figures were measured on: the 128-wide, mean-aggregation shape
+that was ``ModelConfig``'s default then; ``python -m training.fit`` trains ``ModelConfig()``."""
+
 
 def _child(phase: str, task: str, max_seeds: int, factor: float, artifact: Path) -> dict[str, float]:
     import torch
@@ -31,7 +38,7 @@ def _child(phase: str, task: str, max_seeds: int, factor: float, artifact: Path)
     seed_type = TASKS[task].entity_type
     tables = random_tables(200, 50)
     torch.manual_seed(0)
-    model = TaskModel(task, table_specs(tables))
+    model = TaskModel(task, table_specs(tables), COMPILE_BENCH_MODEL)
     ladder = tree_ladder(seed_type, max_seeds, factor)
     columns = {t: (v.shape[1], tables.numeric[t].shape[1]) for t, v in tables.categorical.items()}
     start = time.perf_counter()

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.cli import OneLineErrors
+from models.cli import OneLineErrors, add_threads_option
+from models.graph.sampler import SamplerConfig
 from models.nn.config import ModelConfig
 from models.registry import derived
 from models.runtime.compile import STRATEGIES
@@ -28,6 +29,10 @@ class FitError(Exception):
 @dataclass(frozen=True)
 class TaskRecipe:
     """How one task is trained; one default for every task and dataset, adapted to the data's size.
+
+    The model's and the sampler's fields default to :class:`models.nn.config.ModelConfig`'s and
+    :class:`models.graph.sampler.SamplerConfig`'s (each default is written once); a task's registry
+    entry overrides some (``recipe``), the command line any.
 
     Every training cutoff is used; an epoch is at most ``max_steps_per_epoch`` batches (drawn
     afresh from the rows of every cutoff when there are more), and training stops once the
@@ -61,19 +66,19 @@ class TaskRecipe:
             step's weights).
     """
 
-    fanouts: tuple[int, ...] = (12, 4)
-    aggregation: str = "sum"
+    fanouts: tuple[int, ...] = SamplerConfig.fanouts
+    aggregation: str = ModelConfig.aggregation
     epochs: int = 10
     max_train_cutoffs: int | None = None
     lr: float = 0.003
-    hidden: int = 64
+    hidden: int = ModelConfig.hidden
     max_steps_per_epoch: int = 120
     growth_rows: int = 256_000
     max_growth: float = 5.0
     min_steps_per_epoch: int = 30
     patience: int = 3
-    per_day: int = 0
-    log_target: bool = True
+    per_day: int = SamplerConfig.per_day
+    log_target: bool = ModelConfig.log_target
     negatives: float = 0.25
     average_half_life: float = 0.0
 
@@ -121,7 +126,7 @@ class FitConfig:
         warmup_fraction: share of the steps spent warming the learning rate up.
         final_lr_ratio: learning rate at the last step relative to the peak.
         serve_batch_size: largest serving batch; the bundle's bucket ladder is fitted for it.
-        threads: torch intra-op threads (``0``: torch's default).
+        threads: torch intra-op threads (``None``: torch's default, every core of the machine).
         time_budget: wall-clock minutes for the whole run (``None``: unbounded); each task gets an
             equal share of what is left when it starts and stops before an epoch that would not fit,
             keeping its best epoch so far (see :mod:`training.fit.budget`).
@@ -167,7 +172,7 @@ class FitConfig:
     warmup_fraction: float = 0.05
     final_lr_ratio: float = 0.05
     serve_batch_size: int = 32
-    threads: int = 0
+    threads: int | None = None
     time_budget: float | None = None
     eval_batch_size: int = 512
     max_val_rows: int = 20_000
@@ -199,8 +204,10 @@ class FitConfig:
             raise FitError(f"--max-train-cutoffs must be 0 (all) or more, got {self.max_train_cutoffs}")
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
             raise FitError(f"--lr must be a positive number, got {self.lr}")
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0) or self.threads < 0:
-            raise FitError("--weight-decay and --threads must be non-negative numbers")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise FitError(f"--weight-decay must be a non-negative number, got {self.weight_decay}")
+        if self.threads is not None and self.threads < 1:
+            raise FitError(f"--threads must be a positive number or auto, got {self.threads}")
         if self.average_half_life is not None and not (math.isfinite(self.average_half_life)
                                                        and self.average_half_life >= 0):
             raise FitError(f"--average-half-life must be 0 (off) or a positive number of epochs, "
@@ -270,10 +277,12 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="epochs without a better validation score before stopping "
                         f"(default: {TaskRecipe.patience})")
     p.add_argument("--compile", default=d.compile, choices=STRATEGIES, help="training-step compile strategy")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=int, default=d.seed,
+                   help="seeds the initialisation, the shuffling and the neighbour sampling")
     p.add_argument("--max-train-cutoffs", type=int,
-                   help="most recent weekly training cutoffs to use (default and 0: all)")
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
+                   help="most recent weekly training cutoffs to use, 0: all (default: all)")
+    p.add_argument("--batch-size", type=int, default=d.batch_size,
+                   help="seeds per training step (fewer on small data, see docs/training.md)")
     p.add_argument("--lr", type=float, help="peak learning rate (default: "
                    + ", ".join(f"{task} {recipe.lr:g}" for task, recipe in RECIPES.items()) + ")")
     p.add_argument("--fanouts", type=int, nargs="+",
@@ -290,14 +299,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hidden", type=int, help=f"width of the GNN and heads (default: {TaskRecipe.hidden})")
     p.add_argument("--train-strategy", default=d.train_strategy, choices=SAMPLER_STRATEGIES,
                    help="neighbour sampling in training (serving samples the last neighbours)")
-    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay, help="Adam weight decay")
     p.add_argument("--average-half-life", type=float, metavar="EPOCHS",
                    help="validate and keep a moving average of the weights with this half-life in epochs, "
                         "0: the last step's weights (default: "
                         + ", ".join(f"{task} {r.average_half_life:g}" for task, r in RECIPES.items()) + ")")
     p.add_argument("--serve-batch-size", type=int, default=d.serve_batch_size,
                    help="largest serving batch the bundle's bucket ladder holds")
-    p.add_argument("--threads", type=int, default=d.threads, help="torch threads (0: torch's default)")
+    add_threads_option(p, "torch's default, every core of the machine")
     p.add_argument("--time-budget", type=float, metavar="MINUTES",
                    help="wall-clock minutes for the whole run, shared by its tasks: a task stops before an "
                         "epoch that would not fit and keeps its best epoch (default: no limit)")
