@@ -90,6 +90,8 @@ def start(config: ServeConfig) -> None:
         raise StartupError(str(e)) from e
     for warning in warnings + quality_warnings(bundles):
         print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
+    config, layout = config.with_layout(len(bundles), accelerator)
+    print(f"{PROG}: {layout}", file=sys.stderr, flush=True)
     from serve.app import build_server  # imports prometheus_client: after prepare_metrics_dir()
 
     built = build_server(config, bundles, accelerator)

@@ -1,9 +1,9 @@
 """Assemble the LitServer: one API per task bundle, admission control, metrics, error shape.
 
-Process layout (``python -m serve`` on CPU, defaults): the main process (socket, worker
-monitor, SIGTERM drain), LitServe's Manager process (the request queues), one spawned inference
-worker per task with ``cores / workers`` torch threads, and one forked uvicorn API server that
-validates bodies, applies :class:`serve.admission.Admission` and answers HTTP.
+Process layout (``python -m serve``): the main process (socket, worker monitor, SIGTERM drain),
+LitServe's Manager process (the request queues), spawned inference workers per task and forked
+uvicorn API servers that validate bodies, apply :class:`serve.admission.Admission` and answer HTTP;
+how many of each, and their torch threads, :mod:`serve.layout` derives from the cores.
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
         accelerator: ``"cpu"`` or ``"cuda"`` (resolved, never ``"auto"``: LitServe's own
             detection only finds CUDA if torch happens to be imported already).
     """
-    threads = config.threads_per_worker(len(bundles))
+    config, _ = config.with_layout(len(bundles), accelerator)  # a no-op when the caller resolved it
+    threads = config.threads
     control, versions = model_admin.start_up(config, bundles)  # model versions (serve.swap)
     apis = [API_CLASSES[b.task](WorkerSettings(
         bundle_dir=str(b.bundle_dir), snapshot_dir=str(b.snapshot_dir), compile=config.compile,

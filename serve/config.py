@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from models.cli import OneLineErrors
@@ -13,6 +12,7 @@ from models.registry import TASK_NAMES
 from serve import models_config
 from serve.ingest import config as ingest_config
 from serve.ingest.config import IngestConfig
+from serve.layout import MAX_PROCESSES, choose_layout, describe, machine_cores
 from serve.models_config import ModelsConfig
 
 TASKS = TASK_NAMES
@@ -20,15 +20,11 @@ HOSTS = ("127.0.0.1", "0.0.0.0", "::")
 COMPILE_STRATEGIES = ("none", "dynamic", "buckets")
 PROG = "python -m serve"
 MAX_BATCH = 1024  # the bucket ladder is fitted and compiled up to it at start-up
-MAX_PROCESSES = 32  # per task (workers) or in all (API servers); more only thrashes one machine
 
 
 def available_cores() -> int:
-    """Cores this process may run on (the affinity mask, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    """Cores this process may run on: its affinity mask and a container's CPU quota."""
+    return machine_cores()
 
 
 @dataclass
@@ -45,9 +41,10 @@ class ServeConfig:
         compile: ``none`` (eager), ``dynamic`` or ``buckets`` (static shapes).
         cuda_graphs: ``mode="reduce-overhead"`` over the static buckets; needs CUDA.
         accelerator: ``cpu``, ``cuda`` or ``auto`` (CUDA when available).
-        workers_per_task: inference worker processes per task.
-        api_servers: uvicorn processes answering HTTP.
-        threads: torch threads per worker; ``None``: the cores shared out among all workers.
+        workers_per_task: inference worker processes per task; ``None``: derived from the cores
+            (:mod:`serve.layout`), as are ``api_servers`` and ``threads``.
+        api_servers: uvicorn processes answering HTTP; ``None``: derived.
+        threads: torch threads per worker; ``None``: derived.
         max_queue: per task, most requests in flight (queued + predicting) before 503. With a
             few ms per batch of 32, 128 in flight is well under a second of queueing.
         request_timeout_s: longest a request may wait in the queue before 504.
@@ -76,8 +73,8 @@ class ServeConfig:
     compile: str = "buckets"
     cuda_graphs: bool = False
     accelerator: str = "auto"
-    workers_per_task: int = 1
-    api_servers: int = 1
+    workers_per_task: int | None = None
+    api_servers: int | None = None
     threads: int | None = None
     max_queue: int = 128
     request_timeout_s: float = 10.0
@@ -104,7 +101,7 @@ class ServeConfig:
             (not self.cuda_graphs or self.compile == "buckets", "--cuda-graphs needs --compile buckets"),
             (self.accelerator in ("auto", "cpu", "cuda"), "--accelerator must be auto, cpu or cuda"),
             (not (self.cuda_graphs and self.accelerator == "cpu"), "--cuda-graphs needs --accelerator cuda"),
-            (1 <= self.workers_per_task <= MAX_PROCESSES and 1 <= self.api_servers <= MAX_PROCESSES,
+            (all(n is None or 1 <= n <= MAX_PROCESSES for n in (self.workers_per_task, self.api_servers)),
              f"--workers-per-task and --api-servers must be in 1..{MAX_PROCESSES}"),
             (self.threads is None or 1 <= self.threads <= available_cores(),
              f"--threads must be in 1..{available_cores()} (the cores this process may use)"),
@@ -130,9 +127,23 @@ class ServeConfig:
     def request_deadline_s(self) -> float:
         return self.deadline_s or self.request_timeout_s + 5.0
 
-    def threads_per_worker(self, num_tasks: int) -> int:
-        """Torch threads per worker so that all workers together fit the cores."""
-        return self.threads or max(1, available_cores() // (num_tasks * self.workers_per_task))
+    def with_layout(self, num_tasks: int, accelerator: str) -> tuple[ServeConfig, str]:
+        """This configuration with the automatic layout values filled in for this machine, and the
+        start-up line that says which layout it is and why.
+
+        Args:
+            num_tasks: tasks served.
+            accelerator: ``cpu`` or ``cuda`` (resolved).
+        """
+        cores = available_cores()
+        layout = choose_layout(cores, num_tasks, accelerator, self.workers_per_task, self.api_servers,
+                               self.threads)
+        given = {flag: str(value) for flag, value in (("--workers-per-task", self.workers_per_task),
+                                                      ("--api-servers", self.api_servers),
+                                                      ("--threads", self.threads)) if value is not None}
+        resolved = replace(self, workers_per_task=layout.workers_per_task, api_servers=layout.api_servers,
+                           threads=layout.threads)
+        return resolved, describe(layout, cores, num_tasks, accelerator, given)
 
 
 def _task_list(value: str) -> tuple[str, ...]:
@@ -156,10 +167,12 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     p.add_argument("--compile", default=d.compile, choices=COMPILE_STRATEGIES)
     p.add_argument("--cuda-graphs", action="store_true", help="CUDA Graphs over static buckets (CUDA only)")
     p.add_argument("--accelerator", default=d.accelerator, choices=("auto", "cpu", "cuda"))
-    p.add_argument("--workers-per-task", type=int, default=d.workers_per_task)
-    p.add_argument("--api-servers", type=int, default=d.api_servers)
+    p.add_argument("--workers-per-task", type=int, default=None,
+                   help="inference processes per task (default: derived from the cores)")
+    p.add_argument("--api-servers", type=int, default=None,
+                   help="HTTP processes (default: derived from the cores)")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch threads per worker (default: cores / workers)")
+                   help="torch threads per worker (default: derived from the cores)")
     p.add_argument("--max-queue", type=int, default=d.max_queue,
                    help="per task, requests in flight before 503")
     p.add_argument("--request-timeout", type=float, default=d.request_timeout_s, metavar="S")

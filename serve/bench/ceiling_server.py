@@ -8,7 +8,9 @@ constant: no model, no admission middleware, no metrics. What it reaches is what
 can do on this machine as configured; ``serve.bench --ceiling`` compares the real server to it.
 
 ``--stock`` serves the same routes the way a new LitServe user would write them: LitServe's own
-batched loop and default options (Manager-queue transport, START messages, GZip middleware).
+batched loop and default options (Manager-queue transport, START messages, GZip middleware). Both
+start the workers and API servers that ``python -m serve`` would start on this machine
+(:mod:`serve.layout`, or the flags given), so a ratio compares servers on the same processes.
 """
 
 # No ``from __future__ import annotations``: LitServe hands the evaluated annotations of
@@ -82,7 +84,8 @@ def build_ceiling(config: ServeConfig, stock: bool = False) -> ls.LitServer:
     if stock:
         apis = [CONSTANT_APIS[t](max_batch_size=config.max_batch_size, batch_timeout=config.batch_timeout_s,
                                  api_path=SPECS[t].path) for t in tasks]
-        return ls.LitServer(apis, accelerator="cpu", timeout=config.request_timeout_s)
+        return ls.LitServer(apis, accelerator="cpu", timeout=config.request_timeout_s,
+                            workers_per_device=config.workers_per_task)
     from serve.app import new_litserver  # after the argument check: imports FastAPI and LitServe's app
 
     apis = [CONSTANT_APIS[t](max_batch_size=config.max_batch_size, batch_timeout=config.batch_timeout_s,
@@ -96,10 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     stock = "--stock" in argv
     config = parse_args([a for a in argv if a != "--stock"])
+    # The processes python -m serve would start here, so the ceiling is measured on the same layout.
+    config, layout = config.with_layout(len(config.tasks or TASKS), "cpu")
     server = build_ceiling(config, stock)
     kind = "stock LitServe" if stock else "as configured"
-    print(f"{PROG}: constant answers on http://{config.host}:{config.port} ({kind})", file=sys.stderr,
-          flush=True)
+    print(f"{PROG}: constant answers on http://{config.host}:{config.port} ({kind}; {layout})",
+          file=sys.stderr, flush=True)
     server.run(host=config.host, port=config.port, num_api_servers=config.api_servers,
                generate_client_file=False, log_level=config.log_level, access_log=False)
     return 0

@@ -33,7 +33,7 @@ def test_defaults_and_derived_limits():
     assert (config.host, config.port, config.compile, config.tasks) == ("127.0.0.1", 8000, "buckets", None)
     assert config.max_queue == 128
     assert config.request_deadline_s == config.request_timeout_s + 5
-    assert config.threads_per_worker(num_tasks=3) >= 1
+    assert config.with_layout(num_tasks=3, accelerator="cpu")[0].threads >= 1
     assert parse_args(["--artifacts", ".", "--tasks", "sales,churn"]).tasks == ("sales", "churn")
     assert config.fast_queue and not parse_args(["--artifacts", ".", "--transport", "mp"]).fast_queue
 
