@@ -5,6 +5,9 @@ or with Locust itself, e.g. for its web UI::
 
     locust -f loadtest/locustfile.py --host http://127.0.0.1:8000 --relserve-ids ARTIFACTS
 
+``--list-share`` of the good requests ask for ``--list-size`` ids at once (``{"customer_ids":
+[...]}``; Locust names them ``<path> [list]``).
+
 A deliberately bad request (unknown id, malformed body, ``k`` out of range, not JSON) succeeds
 when the server answers it with the expected 4xx and fails otherwise, as does a good request
 that is not answered 200 with a well-formed body. Each request's ``context`` carries its task,
@@ -23,7 +26,14 @@ from locust import FastHttpUser, events
 from locust.argument_parser import LocustArgumentParser
 
 from loadtest.id_pool import IdPool
-from loadtest.traffic import DEFAULT_BAD_SHARE, PlannedRequest, Traffic, answer_problem
+from loadtest.traffic import (
+    DEFAULT_BAD_SHARE,
+    DEFAULT_LIST_SHARE,
+    DEFAULT_LIST_SIZE,
+    PlannedRequest,
+    Traffic,
+    answer_problem,
+)
 from models.registry import TASKS
 
 
@@ -36,16 +46,20 @@ def add_arguments(parser: LocustArgumentParser) -> None:
                        help="mean think time between a user's requests, exponential (0: closed loop)")
     group.add_argument("--bad-share", type=float, default=DEFAULT_BAD_SHARE,
                        help="share of deliberately bad requests")
+    group.add_argument("--list-share", type=float, default=DEFAULT_LIST_SHARE,
+                       help="share of good requests that ask for a list of ids")
+    group.add_argument("--list-size", type=int, default=DEFAULT_LIST_SIZE, help="ids per list request")
 
 
 @functools.cache
-def load_traffic(source: str, bad_share: float) -> Traffic:
+def load_traffic(source: str, bad_share: float, list_share: float = DEFAULT_LIST_SHARE,
+                 list_size: int = DEFAULT_LIST_SIZE) -> Traffic:
     """The traffic of an id file or an artifacts directory, built once per process."""
     if not source:
         raise ValueError("no ids: pass --relserve-ids (an id file or an artifacts directory)")
     path = Path(source)
     pool = IdPool.from_snapshot(path / "snapshot") if path.is_dir() else IdPool.load(path)
-    return Traffic(pool, bad_share)
+    return Traffic(pool, bad_share, list_share=list_share, list_size=list_size)
 
 
 def _sender(task: str) -> Callable[[RelserveUser], None]:
@@ -65,7 +79,8 @@ class RelserveUser(FastHttpUser):
 
     def on_start(self) -> None:
         options = self.environment.parsed_options
-        self.traffic = load_traffic(options.relserve_ids, options.bad_share)
+        self.traffic = load_traffic(options.relserve_ids, options.bad_share, options.list_share,
+                                    options.list_size)
         self.think_s = options.think_ms / 1000.0
         self.rng = random.Random()
 

@@ -1,5 +1,9 @@
 """What a simulated client sends: request bodies with Zipf-popular ids, and a few deliberately bad ones.
 
+A share of the good requests (``list_share``) asks for a list of ``list_size`` ids at once
+(``{"customer_ids": [...]}``), as a page of customers or a campaign list would; each of its
+answers is checked as a one-id answer would be.
+
 Pure request planning, independent of Locust, so the same plans can be checked without a load
 generator. A bad request carries the one status a correct server answers it with; anything else
 is a failure of the server, and the load test reports it as one.
@@ -18,6 +22,7 @@ from typing import Any
 from loadtest.id_pool import IdPool
 from models.registry import BINARY, REGRESSION, TASKS
 from models.schema import ARTICLE, MAX_ID_BYTES
+from serve.id_fields import MAX_IDS
 from serve.schemas import DEFAULT_K, MAX_K
 
 TASK_PATHS = {name: spec.path for name, spec in TASKS.items()}
@@ -25,6 +30,8 @@ ID_FIELDS = {name: spec.id_field for name, spec in TASKS.items()}
 RANKING_TASKS = tuple(name for name, spec in TASKS.items() if spec.ranks)
 JSON = "application/json"
 DEFAULT_BAD_SHARE = 0.03
+DEFAULT_LIST_SHARE = 0.02
+DEFAULT_LIST_SIZE = 50
 # Most shoppers ask for the default list; a few page further or ask for a short one.
 RANKED_KS = (DEFAULT_K, DEFAULT_K, DEFAULT_K, DEFAULT_K, 5, 24, MAX_K)
 
@@ -40,6 +47,7 @@ class PlannedRequest:
         kind: ``ok`` or what is wrong with the request (``unknown id``, ``k out of range``, ...).
         content_type: the ``Content-Type`` header.
         k: the ranked list length asked for (0 for a task answering one number).
+        ids: the number of ids of a list request (0: one id).
     """
 
     task: str
@@ -48,6 +56,7 @@ class PlannedRequest:
     kind: str = "ok"
     content_type: str = JSON
     k: int = 0
+    ids: int = 0
 
     @property
     def path(self) -> str:
@@ -55,8 +64,10 @@ class PlannedRequest:
 
     @property
     def label(self) -> str:
-        """Locust's stats name: the path, with the kind appended for a bad request."""
-        return self.path if self.kind == "ok" else f"{self.path} [{self.kind}]"
+        """Locust's stats name: the path, with the kind appended for a bad request or a list."""
+        if self.kind != "ok":
+            return f"{self.path} [{self.kind}]"
+        return f"{self.path} [list]" if self.ids else self.path
 
 
 class Zipf:
@@ -143,14 +154,22 @@ class Traffic:
         pool: the ids to ask about.
         bad_share: share of requests that are deliberately bad (0..1).
         zipf_exponent: popularity skew of the ids.
+        list_share: share of the good requests that ask for a list of ids (0..1).
+        list_size: ids per list request.
     """
 
     def __init__(self, pool: IdPool, bad_share: float = DEFAULT_BAD_SHARE,
-                 zipf_exponent: float = 1.0) -> None:
-        if not 0.0 <= bad_share <= 1.0:
-            raise ValueError(f"bad_share must be in 0..1, got {bad_share}")
+                 zipf_exponent: float = 1.0, list_share: float = DEFAULT_LIST_SHARE,
+                 list_size: int = DEFAULT_LIST_SIZE) -> None:
+        for name, share in (("bad_share", bad_share), ("list_share", list_share)):
+            if not 0.0 <= share <= 1.0:
+                raise ValueError(f"{name} must be in 0..1, got {share}")
+        if not 1 <= list_size <= MAX_IDS:
+            raise ValueError(f"list_size must be in 1..{MAX_IDS}, got {list_size}")
         self.pool = pool
         self.bad_share = bad_share
+        self.list_share = list_share
+        self.list_size = list_size
         self.customers = Zipf(pool.customers, zipf_exponent)
         self.articles = Zipf(pool.articles, zipf_exponent)
         self.bad_kinds = {task: [k for k in BAD_KINDS if task in k.tasks] for task in TASK_PATHS}
@@ -166,6 +185,8 @@ class Traffic:
         """A good request for ``task``, or with probability ``bad_share`` a bad one."""
         if rng.random() < self.bad_share:
             return self.bad(task, rng)
+        if self.list_share and rng.random() < self.list_share:
+            return self.good_list(task, rng)
         return self.good(task, rng)
 
     def good(self, task: str, rng: random.Random) -> PlannedRequest:
@@ -174,6 +195,15 @@ class Traffic:
         if TASKS[task].ranks:
             k = body["k"] = rng.choice(RANKED_KS)
         return PlannedRequest(task, _json(body), k=k)
+
+    def good_list(self, task: str, rng: random.Random) -> PlannedRequest:
+        """A good request for a list of ``list_size`` served ids (repeats possible, as Zipf draws)."""
+        body: dict[str, object] = {f"{ID_FIELDS[task]}s": [self.served_id(task, rng)
+                                                           for _ in range(self.list_size)]}
+        k = 0
+        if TASKS[task].ranks:
+            k = body["k"] = rng.choice(RANKED_KS)
+        return PlannedRequest(task, _json(body), k=k, ids=self.list_size)
 
     def bad(self, task: str, rng: random.Random, kind: str | None = None) -> PlannedRequest:
         """A bad request of ``kind`` (a random applicable kind if ``None``)."""
@@ -192,14 +222,22 @@ def answer_problem(planned: PlannedRequest, status: int, body: bytes | None) -> 
         return None
     try:
         answer: Any = json.loads(body or b"")
-        spec = TASKS[planned.task]
-        value = answer[spec.value_field]
-        if spec.task_type == BINARY:
-            ok = 0.0 <= float(value) <= 1.0
-        elif spec.task_type == REGRESSION:
-            ok = float(value) >= 0.0
+        if planned.ids:
+            items = answer["answers"]
+            ok = len(items) == planned.ids and all(_plausible(planned, item) for item in items)
         else:
-            ok = 1 <= len(value) <= planned.k
+            ok = _plausible(planned, answer)
     except (ValueError, TypeError, KeyError):
         ok = False
     return None if ok else f"200 with an implausible answer: {(body or b'')[:120].decode('utf-8', 'replace')}"
+
+
+def _plausible(planned: PlannedRequest, answer: Any) -> bool:
+    """Whether one id's answer has the task's value in its range (raises on a missing field)."""
+    spec = TASKS[planned.task]
+    value = answer[spec.value_field]
+    if spec.task_type == BINARY:
+        return 0.0 <= float(value) <= 1.0
+    if spec.task_type == REGRESSION:
+        return float(value) >= 0.0
+    return 1 <= len(value) <= planned.k

@@ -6,12 +6,19 @@ the constructor only stores a small picklable :class:`WorkerSettings`, because L
 API into each spawned worker. Request bodies are validated by FastAPI before they are queued
 (the pydantic annotation of ``decode_request``); an unknown id is a per-request 404 made by
 ``encode_response``, so no single request can fail the batch it shares with others.
+
+A request holds one id or a list of them (:mod:`serve.schemas`). ``predict`` lines up the ids of
+every request of the batch in order and runs them in forwards of at most ``max_batch_size`` ids,
+the size the bucket ladder was compiled for (so a list never recompiles, and the tail of one list
+shares a forward with the next request); each forward reads the graph version current when it
+starts. A list is answered with one item per id, an unknown id by an item with an ``error``.
 """
 
 # No ``from __future__ import annotations`` here: LitServe hands the *evaluated* annotations of
 # decode_request / encode_response to FastAPI as the route's body and response models.
 import gc
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,11 +33,12 @@ from models.schema import ARTICLE
 from models.store.ids import id_text
 from models.store.snapshot import GraphSnapshot
 from serve.batching import BlockingBatchedLoop
-from serve.encode import json_response
+from serve.encode import json_list_response, json_response
 from serve.ingest.config import IngestConfig
 from serve.metrics import WorkerMetrics
 from serve.model_load import Served
-from serve.schemas import DEFAULT_K, MAX_K, REQUESTS, RESPONSES
+from serve.queries import Answer, ListQuery, Query, line_up, split_back
+from serve.schemas import DEFAULT_K, LIST_RESPONSES, MAX_K, REQUESTS, RESPONSES
 from serve.swap import VERSION_HEADER, ModelSlot, SwapSettings
 
 
@@ -62,15 +70,6 @@ class WorkerSettings:
     compile_cache_dir: str | None = None
     ingest: IngestConfig | None = None
     models: SwapSettings | None = None
-
-
-@dataclass(frozen=True)
-class Query:
-    """One decoded request: the id as sent and ``k``. The id is looked up in ``predict``, on the
-    graph version that answers it (a live graph's node indices can move with a compaction)."""
-
-    id: str | int
-    k: int = 0
 
 
 class TaskAPI(ls.LitAPI):
@@ -139,25 +138,42 @@ class TaskAPI(ls.LitAPI):
     def batch(self, inputs: list[Query]) -> list[Query]:
         return list(inputs)
 
-    def predict(self, queries: list[Query]) -> list[tuple[Query, dict[str, Any] | None, int]]:
-        """Look the batch's ids up and run the known ones in one forward, both on one graph version;
-        ``None`` answers the unknown ones. Each output carries the model version that answered."""
+    def predict(self, queries: list[Query | ListQuery]) -> list[tuple[Query | ListQuery, Any, int]]:
+        """Answer every id of the batch's requests, in forwards of at most ``max_batch_size`` ids.
+
+        Returns:
+            per request, ``(request, answer, model version)``: the answer is a dict (``None``: an
+            unknown id) for a :class:`Query`, a list of those for a :class:`ListQuery`.
+        """
         served = self.served  # one model for the whole batch, whatever a hot swap does meanwhile
+        ids, ks = line_up(queries)
+        answers = split_back(queries, self.answer_ids(served, ids, ks))
+        return [(q, a, served.version) for q, a in zip(queries, answers, strict=True)]
+
+    def answer_ids(self, served: Served, ids: list[str], ks: list[int]) -> list[Answer]:
+        """The answer to each of ``ids`` (``ks``: each one's ``k``), ``None`` for an unknown one.
+
+        Each slice of ``max_batch_size`` ids is one lookup and one forward on one graph version;
+        each answer carries the model's answer fields.
+        """
+        step = self.settings.max_batch_size
+        out: list[Answer] = [None] * len(ids)
         with torch.inference_mode():
-            index, result = served.inference.run_ids([q.id for q in queries], k=self.rank_k)
-        found = (index >= 0).tolist()
-        known = [q for q, ok in zip(queries, found, strict=True) if ok]
-        answers: list[dict[str, Any]] = []
-        if result is not None:
-            self.metrics.batch(len(queries), result.bucket, result.padding_ratio, result.stage_seconds)
-            self.metrics.recompiles(self.models.recompiles())
-            answers = self.answers(known, result)
-            for name, values in result.extras.items():
-                for answer, value in zip(answers, values.tolist(), strict=True):
-                    answer[name] = value
-        in_order = iter(answers)
-        version = served.version
-        return [(q, next(in_order) if ok else None, version) for q, ok in zip(queries, found, strict=True)]
+            for start in range(0, len(ids), step):
+                chunk = ids[start:start + step]
+                index, result = served.inference.run_ids(chunk, k=self.rank_k)
+                if result is None:
+                    continue
+                self.metrics.batch(len(chunk), result.bucket, result.padding_ratio, result.stage_seconds)
+                found = (index >= 0).nonzero()[0].tolist()
+                answers = self.answers([chunk[i] for i in found], [ks[start + i] for i in found], result)
+                for name, values in result.extras.items():
+                    for answer, value in zip(answers, values.tolist(), strict=True):
+                        answer[name] = value
+                for i, answer in zip(found, answers, strict=True):
+                    out[start + i] = answer
+        self.metrics.recompiles(self.models.recompiles())
+        return out
 
     def unbatch(self, output: list) -> list:
         return output
@@ -167,12 +183,15 @@ class TaskAPI(ls.LitAPI):
         """``k`` of every call (used by ranking tasks only): one value, so it never changes a shape."""
         return DEFAULT_K
 
-    def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
+    def answers(self, ids: Sequence[str], ks: Sequence[int], result: InferenceResult) -> list[dict[str, Any]]:
+        """The answers to the known ``ids`` of ``result``, in order (``ks``: each one's ``k``)."""
         raise NotImplementedError
 
-    def respond(self, output: tuple[Query, dict[str, Any] | None, int]) -> Response:
+    def respond(self, output: tuple[Query | ListQuery, Any, int]) -> Response:
         query, answer, version = output
         headers = {VERSION_HEADER: str(version)}
+        if type(query) is ListQuery:
+            return json_list_response(answer, query.ids, self.id_field, headers)
         if answer is None:
             # !a: an id is any text, and a message shows no control or bidi characters.
             return JSONResponse({"detail": f"unknown {self.id_field} {query.id!a}"}, status_code=404,
@@ -183,9 +202,9 @@ class TaskAPI(ls.LitAPI):
 class ValueAPI(TaskAPI):
     """A task answered with one number per entity (``{id_field: ..., value_field: x}``)."""
 
-    def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
-        return [{self.task_spec.id_field: q.id, self.task_spec.value_field: v}
-                for q, v in zip(queries, result.values.tolist(), strict=True)]
+    def answers(self, ids: Sequence[str], ks: Sequence[int], result: InferenceResult) -> list[dict[str, Any]]:
+        id_field, value_field = self.task_spec.id_field, self.task_spec.value_field
+        return [{id_field: i, value_field: v} for i, v in zip(ids, result.values.tolist(), strict=True)]
 
 
 class RankAPI(TaskAPI):
@@ -195,27 +214,33 @@ class RankAPI(TaskAPI):
     def rank_k(self) -> int:
         return min(MAX_K, len(self.inference.snapshot.ids[ARTICLE]))
 
-    def answers(self, queries: list[Query], result: InferenceResult) -> list[dict[str, Any]]:
+    def answers(self, ids: Sequence[str], ks: Sequence[int], result: InferenceResult) -> list[dict[str, Any]]:
         article_ids = result.graph.ids[ARTICLE]  # the version that answered
         scores, articles = result.scores.tolist(), result.articles.tolist()
         field = self.task_spec.value_field
-        return [{self.task_spec.id_field: q.id,
+        return [{self.task_spec.id_field: i,
                  field: [{"article_id": id_text(article_ids[a]), "score": s}
-                         for a, s in zip(row_articles[: q.k], row_scores[: q.k], strict=True)]}
-                for q, row_scores, row_articles in zip(queries, scores, articles, strict=True)]
+                         for a, s in zip(row_articles[:k], row_scores[:k], strict=True)]}
+                for i, k, row_scores, row_articles in zip(ids, ks, scores, articles, strict=True)]
 
 
 def _api_class(spec: TaskSpec) -> type[TaskAPI]:
     """``<Task>API`` for a registry entry, with its request and answer bodies as the annotations."""
 
-    def decode_request(self: TaskAPI, request: Any) -> Query:
-        return Query(getattr(request, spec.id_field), getattr(request, "k", 0))
+    many_field = REQUESTS[spec.name].many_field
+
+    def decode_request(self: TaskAPI, request: Any) -> Query | ListQuery:
+        many = getattr(request, many_field)
+        if many is None:
+            return Query(getattr(request, spec.id_field), getattr(request, "k", 0))
+        return ListQuery(many, getattr(request, "k", 0))
 
     def encode_response(self: TaskAPI, output: tuple) -> Any:
         return self.respond(output)
 
-    decode_request.__annotations__ = {"request": REQUESTS[spec.name], "return": Query}
-    encode_response.__annotations__ = {"output": tuple, "return": RESPONSES[spec.name]}
+    decode_request.__annotations__ = {"request": REQUESTS[spec.name], "return": Query | ListQuery}
+    encode_response.__annotations__ = {"output": tuple,
+                                       "return": RESPONSES[spec.name] | LIST_RESPONSES[spec.name]}
     name = f"{spec.name.capitalize()}API"
     cls = type(name, (RankAPI if spec.ranks else ValueAPI,), {
         "__doc__": f"``POST {spec.path}``: {spec.question}.", "__module__": __name__, "__qualname__": name,

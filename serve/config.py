@@ -79,7 +79,7 @@ class ServeConfig:
     max_queue: int = 128
     request_timeout_s: float = 10.0
     deadline_s: float | None = None
-    max_payload_bytes: int = 16_384
+    max_payload_bytes: int = 131_072  # a list of 1,000 ids of MAX_ID_BYTES ASCII characters fits
     retry_after_s: int = 1
     drain_timeout_s: float = 25.0
     log_level: str = "warning"

@@ -29,3 +29,36 @@ def json_response(answer: dict[str, Any], headers: dict[str, str] | None = None)
         return JSONResponse({"detail": "the model produced a non-finite value"}, status_code=500,
                             headers=headers)
     return Response(body, media_type="application/json", headers=headers)
+
+
+def json_list_response(answers: list[dict[str, Any] | None], ids: tuple[str, ...], id_field: str,
+                       headers: dict[str, str] | None = None) -> Response:
+    """A list's answers as ``200 {"answers": [...]}``, one item per id in order.
+
+    Args:
+        answers: per id, its answer (``None``: an unknown id, answered ``{id_field: id, "error":
+            "unknown <id_field>"}``).
+        ids: the ids as sent (text).
+        id_field: the task's one-id field (``customer_id``).
+        headers: as for :func:`json_response`.
+
+    An item whose value is not finite is answered with an ``error`` saying so instead; the rest
+    of the list stands.
+    """
+    unknown = f"unknown {id_field}"
+    items = [answer if answer is not None else {id_field: i, "error": unknown}
+             for i, answer in zip(ids, answers, strict=True)]
+    try:
+        body = json.dumps({"answers": items}, allow_nan=False, separators=(",", ":")).encode()
+    except ValueError:
+        items = [_finite(item, id_field) for item in items]
+        body = json.dumps({"answers": items}, allow_nan=False, separators=(",", ":")).encode()
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def _finite(item: dict[str, Any], id_field: str) -> dict[str, Any]:
+    try:
+        json.dumps(item, allow_nan=False)
+    except ValueError:
+        return {id_field: item[id_field], "error": "the model produced a non-finite value"}
+    return item

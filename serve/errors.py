@@ -38,9 +38,12 @@ def quote(value: Any) -> str:
 
 
 def _field(loc: tuple[Any, ...]) -> str | None:
-    """The dotted field path of a body error, ``None`` for the body itself."""
+    """The field path of a body error (``customer_ids[3]``, ``a.b``), ``None`` for the body itself."""
     parts = loc[1:] if loc[:1] == ("body",) else loc
-    return ".".join(quote(part) for part in parts) if parts else None
+    if not parts:
+        return None
+    return "".join(f"[{part}]" if isinstance(part, int) else f"{'.' if i else ''}{quote(part)}"
+                   for i, part in enumerate(parts))
 
 
 def describe_error(error: dict[str, Any]) -> str:
@@ -53,6 +56,8 @@ def describe_error(error: dict[str, Any]) -> str:
     if field is None:
         if kind == "missing":
             return "request body is empty: send a JSON object"
+        if kind == "id_fields":  # serve.schemas.IdsRequest: the message names the fields
+            return str(error.get("msg"))
         return "body must be a JSON object"
     if kind == "missing":
         return f"{field}: field required"
@@ -92,7 +97,7 @@ async def http_error_handler(request: Request, exc: HTTPException) -> Response:
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": description}
     for status, description in (
-        (404, "Unknown id (the detail names it)."),
+        (404, "Unknown id (the detail names it); a list answers an unknown id in its item instead."),
         (413, "Body larger than the server's --max-payload-bytes."),
         (415, "Body is not sent as application/json."),
         (422, "Malformed body (the detail names the field)."),

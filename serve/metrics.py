@@ -49,7 +49,7 @@ class WorkerMetrics:
 
     def __init__(self, task: str, registry: CollectorRegistry | None = None) -> None:
         self.task = task
-        self._batch_size = Histogram("relserve_batch_size", "Requests per inference batch.", ["task"],
+        self._batch_size = Histogram("relserve_batch_size", "Ids per inference forward.", ["task"],
                                      buckets=BATCH_BUCKETS, registry=registry).labels(task)
         self._bucket = Counter("relserve_bucket", "Batches run per shape bucket.", ["task", "bucket"],
                                registry=registry)
@@ -76,7 +76,7 @@ class WorkerMetrics:
         self._cache.labels(self.task, cache).inc()
 
     def batch(self, size: int, bucket: str, padding_ratio: float, stage_seconds: Mapping[str, float]) -> None:
-        """Record one inference batch of ``size`` requests."""
+        """Record one inference forward of ``size`` ids."""
         self._batch_size.observe(size)
         self._bucket.labels(self.task, bucket).inc()
         self._padding.observe(padding_ratio)

@@ -5,71 +5,31 @@ a body in the API server process and answers 422 before the request is queued: a
 request never reaches, and so never fails, a batch. An id is the data's own (docs/ids.md): any
 string, or an integer standing for its decimal digits, of at most ``MAX_ID_BYTES`` UTF-8 bytes;
 whether the snapshot holds it is the worker's question (404), not the schema's.
+
+A body holds one id (``{"customer_id": ...}``) or a list of 1 to :data:`MAX_IDS` ids
+(``{"customer_ids": [...]}``), never both; a list is answered ``{"answers": [...]}``, one item per
+id in request order (a repeated id is answered at each place), an unknown id by an item with an
+``error``. The JSON schemas state every rule the validators enforce, so ``/openapi.json`` is the
+contract a generated client or test can rely on (except the byte length of non-ASCII ids, which
+JSON Schema cannot state: ``maxLength`` counts characters).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
 from models.registry import BINARY, LINK, REGRESSION, TASKS, TaskSpec
-from models.schema import ARTICLE, CUSTOMER, MAX_ID_BYTES
+from models.schema import ARTICLE, CUSTOMER
+from serve.id_fields import EntityId, EntityIds
 
 MAX_K = 100
 DEFAULT_K = 12
 
-_ID_DESCRIPTION = (f"The id as in the data: a string, or an integer (read as its decimal digits); "
-                   f"non-empty, at most {MAX_ID_BYTES} bytes in UTF-8.")
-_ID_SCHEMA = {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}]}
-_JSON_KINDS = {type(None): "null", bool: "a boolean", float: "a number with a fraction or exponent",
-               list: "a list", dict: "an object"}
-_MAX_ID_BITS = 4 * MAX_ID_BYTES  # an integer of more bits has more than MAX_ID_BYTES digits
-
-
-def _id_error(message: str, **context: Any) -> PydanticCustomError:
-    return PydanticCustomError("entity_id", message, context)
-
-
-def entity_id(value: Any) -> str:
-    """An id field's value as the text the snapshot stores: a string as is, an integer as its digits.
-
-    Args:
-        value: the JSON value sent.
-
-    Raises:
-        PydanticCustomError: (``entity_id``) not a string or an integer, empty, longer than
-            :data:`models.schema.MAX_ID_BYTES` UTF-8 bytes, or not unicode text (a lone surrogate);
-            the message is the sentence the 422 answer shows after the field name.
-    """
-    if isinstance(value, str):
-        text = value
-    elif isinstance(value, int) and not isinstance(value, bool):
-        if value.bit_length() > _MAX_ID_BITS:  # before str(): it is quadratic in the digits
-            raise _id_error(f"must be at most {MAX_ID_BYTES} bytes in UTF-8, got an integer of more digits")
-        text = str(value)
-    else:
-        kind = _JSON_KINDS.get(type(value), type(value).__name__)
-        raise _id_error("must be a string or an integer, got {kind}", kind=kind)
-    if not text:
-        raise _id_error("must not be empty")
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError as e:
-        raise _id_error("must be unicode text, got a lone surrogate {char} at position {position}",
-                        char=ascii(text[e.start]), position=e.start) from None
-    if size > MAX_ID_BYTES:
-        raise _id_error(f"must be at most {MAX_ID_BYTES} bytes in UTF-8, got {{size}} bytes", size=size)
-    return text
-
-
-EntityId = Annotated[str, PlainValidator(entity_id), WithJsonSchema(_ID_SCHEMA)]
-"""The type of a request's id field (see :func:`entity_id`)."""
 _ID_EXAMPLES = {CUSTOMER: ["13085", 13085, "3f2a6c1e-7b1d-4c55-9e0a-2d9b5e1f4a77"],
                 ARTICLE: ["85123A", "0108775015"]}
-_ID_FIELDS = {entity: Field(description=_ID_DESCRIPTION, examples=examples)
-              for entity, examples in _ID_EXAMPLES.items()}
 
 
 class _Strict(BaseModel):
@@ -85,12 +45,43 @@ _VALUES = {BINARY: (float, Field(ge=0.0, le=1.0)), REGRESSION: (float, Field(ge=
            LINK: (list[ScoredArticle], Field(description="Top-k articles, highest score first."))}
 
 
-def _request(spec: TaskSpec) -> type[BaseModel]:
-    fields: dict = {spec.id_field: (EntityId, _ID_FIELDS[spec.entity_type])}
+class IdsRequest(_Strict):
+    """What every prediction body shares: exactly one of its one-id and its list-of-ids field."""
+
+    one_field: ClassVar[str]
+    many_field: ClassVar[str]
+    model_config = ConfigDict(json_schema_extra=lambda schema, cls: cls.one_or_many_schema(schema))
+
+    @model_validator(mode="after")
+    def _one_or_many(self) -> IdsRequest:
+        one, many = getattr(self, self.one_field), getattr(self, self.many_field)
+        if one is None and many is None:
+            raise PydanticCustomError("id_fields", f"{self.one_field}: field required "
+                                                   f"(or {self.many_field}: a list of ids)")
+        if one is not None and many is not None:
+            raise PydanticCustomError("id_fields", f"send {self.one_field} or {self.many_field}, not both")
+        return self
+
+    @classmethod
+    def one_or_many_schema(cls, schema: dict[str, Any]) -> None:
+        """The rule above in JSON Schema: either field required, not both (``oneOf``); neither is null."""
+        schema["oneOf"] = [{"required": [cls.one_field]}, {"required": [cls.many_field]}]
+        for name in (cls.one_field, cls.many_field):
+            schema["properties"][name].pop("default", None)
+
+
+def _request(spec: TaskSpec) -> type[IdsRequest]:
+    many = f"{spec.id_field}s"
+    examples = _ID_EXAMPLES[spec.entity_type]
+    fields: dict = {spec.id_field: (EntityId, Field(None, examples=examples)),
+                    many: (EntityIds, Field(None, examples=[[e for e in examples if isinstance(e, str)]]))}
     if spec.ranks:
-        fields["k"] = (int, Field(default=DEFAULT_K, ge=1, le=MAX_K, strict=True))
-    return create_model(f"{spec.name.capitalize()}Request", __base__=_Strict,
-                        __doc__=f"Body of ``POST {spec.path}``: {spec.question}.", **fields)
+        fields["k"] = (int, Field(default=DEFAULT_K, ge=1, le=MAX_K, strict=True,
+                                  description="Articles per answer (each id's, for a list)."))
+    model = create_model(f"{spec.name.capitalize()}Request", __base__=IdsRequest,
+                         __doc__=f"Body of ``POST {spec.path}``: {spec.question}.", **fields)
+    model.one_field, model.many_field = spec.id_field, many
+    return model
 
 
 def _response(spec: TaskSpec) -> type[BaseModel]:
@@ -99,11 +90,24 @@ def _response(spec: TaskSpec) -> type[BaseModel]:
                         **{spec.id_field: (str, ...), spec.value_field: _VALUES[spec.task_type]}, **extra)
 
 
-REQUESTS: dict[str, type[BaseModel]] = {name: _request(spec) for name, spec in TASKS.items()}
+def _list_response(spec: TaskSpec, answer: type[BaseModel]) -> type[BaseModel]:
+    name = spec.name.capitalize()
+    unknown = create_model(f"{name}Unknown", __doc__=f"An unknown {spec.id_field} in a list.",
+                           **{spec.id_field: (str, ...),
+                              "error": (str, Field(examples=[f"unknown {spec.id_field}"]))})
+    return create_model(f"{name}ListResponse", __doc__=f"The answers to a list of {spec.id_field}s.",
+                        answers=(list[answer | unknown], Field(description="One per id, in request order.")))
+
+
+REQUESTS: dict[str, type[IdsRequest]] = {name: _request(spec) for name, spec in TASKS.items()}
 """Per task, its request body (``<Task>Request``), built from :mod:`models.registry`."""
 RESPONSES: dict[str, type[BaseModel]] = {name: _response(spec) for name, spec in TASKS.items()}
 """Per task, its answer body (``<Task>Response``): the id field, the prediction's field and the
 entry's answer fields."""
+LIST_RESPONSES: dict[str, type[BaseModel]] = {name: _list_response(spec, RESPONSES[name])
+                                              for name, spec in TASKS.items()}
+"""Per task, its answer to a list (``<Task>ListResponse``): ``{"answers": [<Task>Response or
+<Task>Unknown, ...]}``."""
 # Bodies travel to the worker processes pickled, which finds a class by its module and name.
 globals().update({model.__name__: model for model in (*REQUESTS.values(), *RESPONSES.values())})
 

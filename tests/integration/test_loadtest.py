@@ -50,7 +50,7 @@ def test_zipf_favours_the_head() -> None:
 
 def test_good_plans_use_served_ids_and_valid_k() -> None:
     pool, rng = tiny_pool(), random.Random(1)
-    traffic = Traffic(pool, bad_share=0.0)
+    traffic = Traffic(pool, bad_share=0.0, list_share=0.0)
     for task in TASK_PATHS:
         for _ in range(50):
             planned = traffic.plan(task, rng)
@@ -60,6 +60,27 @@ def test_good_plans_use_served_ids_and_valid_k() -> None:
             assert body["article_id" if task == "sales" else "customer_id"] in ids
             if task == "purchase":
                 assert 1 <= body["k"] == planned.k <= MAX_K
+
+
+def test_list_plans_ask_for_served_ids_and_every_answer_is_checked() -> None:
+    pool, rng = tiny_pool(), random.Random(4)
+    traffic = Traffic(pool, bad_share=0.0, list_share=1.0, list_size=7)
+    for task in TASK_PATHS:
+        planned = traffic.plan(task, rng)
+        body = json.loads(planned.body)
+        assert (planned.expected, planned.kind, planned.ids) == (200, "ok", 7)
+        assert planned.label == f"{TASK_PATHS[task]} [list]"
+        ids = body["article_ids" if task == "sales" else "customer_ids"]
+        assert len(ids) == 7 and set(ids) <= set(pool.articles if task == "sales" else pool.customers)
+    churn = traffic.plan("churn", rng)
+    good = {"customer_id": "x", "churn_probability": 0.5}
+    assert answer_problem(churn, 200, json.dumps({"answers": [good] * 7}).encode()) is None
+    assert "implausible" in answer_problem(churn, 200, json.dumps({"answers": [good] * 6}).encode())
+    bad = [good] * 6 + [{"customer_id": "x", "error": "unknown customer_id"}]
+    assert "implausible" in answer_problem(churn, 200, json.dumps({"answers": bad}).encode())
+    half = Traffic(pool, bad_share=0.0, list_share=0.5)
+    mixed = Counter(half.plan("sales", rng).ids > 0 for _ in range(400))
+    assert mixed[True] > 100 and mixed[False] > 100
 
 
 def test_every_bad_kind_expects_its_4xx() -> None:
@@ -139,14 +160,16 @@ def read_report(out: Path) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
-def assert_sane(summary: dict, seconds: float) -> dict[str, float]:
+def assert_sane(summary: dict, users: int) -> dict[str, float]:
+    """What any load run's summary holds: no unexpected failure, consistent rows (how long the run
+    lasted and how fast the answers came are the report's measures, not the test's)."""
     assert summary["unexpected_failures"] == 0, summary["failure_messages"]
     assert summary["user_exceptions"] == []
     assert summary["expected_4xx"] > 0
-    assert seconds * 0.8 <= summary["duration_s"] <= seconds + 5
+    assert summary["users"] == users and summary["duration_s"] > 0
     for name, row in [*summary["endpoints"].items(), ("total", summary["total"])]:
         assert row["requests"] > 0 and row["failures"] == 0, name
-        assert 0 < row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"] <= row["max_ms"] < 10_000, name
+        assert 0 < row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"] <= row["max_ms"], name
         assert row["rps"] == pytest.approx(row["requests"] / summary["duration_s"], rel=0.01)
     shares = {t: row["requests"] / summary["total"]["requests"] for t, row in summary["endpoints"].items()}
     assert shares["purchase"] > max(shares["churn"], shares["sales"])  # 60 / 25 / 15
@@ -162,7 +185,7 @@ def test_load_run_against_a_running_server(server: ServerProcess, artifacts: Pat
                      "--duration", "8s", "--bad-share", "0.2", "--out", str(out), "--quiet")
     assert result.returncode == 0, result.stderr[-2000:]
     summary = read_report(out)
-    shares = assert_sane(summary, 8.0)
+    shares = assert_sane(summary, users=4)
     assert shares["purchase"] == pytest.approx(0.60, abs=0.1)
     assert shares["churn"] == pytest.approx(0.25, abs=0.1)
     assert summary["target"] == server.url and summary["server_started"] is False
@@ -180,7 +203,7 @@ def test_load_run_starts_and_stops_its_own_server(artifacts: Path, tmp_path: Pat
                      "--out", str(out), "--quiet")
     assert result.returncode == 0, result.stderr[-2000:]
     summary = read_report(out)
-    assert_sane(summary, 3.0)
+    assert_sane(summary, users=2)
     assert summary["server_started"] is True and summary["server_exit_code"] == 0
     assert "/health turns 200" in (out / "serve.log").read_text()
 

@@ -116,8 +116,8 @@ CASES = [
     k_case("list", [5]),
     case("k-1e400", "purchase", b'{"customer_id": "' + HEX.encode() + b'", "k": 1e400}', 422, "k:"),
     case("k-nan", "purchase", b'{"customer_id": "' + HEX.encode() + b'", "k": NaN}', 422, "k:"),
-    # Oversized payloads (the limit is --max-payload-bytes, 16 KiB by default).
-    case("20-kib", "churn", {"customer_id": "a" * 20_000}, 413, "Payload too large"),
+    # Oversized payloads (the limit is --max-payload-bytes, 128 KiB by default).
+    case("200-kib", "churn", {"customer_id": "a" * 200_000}, 413, "Payload too large"),
     case("8-mib", "sales", b"[" + b"0," * 4_000_000 + b"0]", 413, "Payload too large"),
 ]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from serve.encode import json_response
-from serve.schemas import RESPONSES
+from serve.encode import json_list_response, json_response
+from serve.schemas import LIST_RESPONSES, RESPONSES
 
 
 def test_an_answer_is_compact_json_of_its_response_model():
@@ -21,3 +21,22 @@ def test_a_non_finite_value_is_a_500_naming_the_problem():
     response = json_response({"article_id": "0108775015", "sales_7d": float("nan")})
     assert response.status_code == 500
     assert json.loads(response.body) == {"detail": "the model produced a non-finite value"}
+
+
+def test_a_list_is_answered_in_order_with_unknown_ids_as_error_items():
+    known = {"article_id": "0108775015", "sales_7d": 1.5, "history": 2}
+    response = json_list_response([known, None, known], ("0108775015", "nope", "0108775015"), "article_id",
+                                  {"X-Model-Version": "3"})
+    assert response.status_code == 200 and response.headers["x-model-version"] == "3"
+    unknown = {"article_id": "nope", "error": "unknown article_id"}
+    assert json.loads(response.body) == {"answers": [known, unknown, known]}
+    LIST_RESPONSES["sales"].model_validate_json(response.body, strict=True)
+
+
+def test_a_non_finite_value_in_a_list_fails_its_item_only():
+    good = {"article_id": "a", "sales_7d": 1.0, "history": 0}
+    bad = {"article_id": "b", "sales_7d": float("inf"), "history": 0}
+    response = json_list_response([good, bad], ("a", "b"), "article_id")
+    assert response.status_code == 200
+    assert json.loads(response.body)["answers"] == [
+        good, {"article_id": "b", "error": "the model produced a non-finite value"}]

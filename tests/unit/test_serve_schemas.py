@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from models.schema import MAX_ID_BYTES
 from serve.errors import describe_error, validation_error_handler
+from serve.id_fields import MAX_IDS
 from serve.schemas import MAX_K, REQUESTS
 
 CustomerRequest, ArticleRequest, PurchaseRequest = REQUESTS["churn"], REQUESTS["sales"], REQUESTS["purchase"]
@@ -47,7 +48,8 @@ def test_any_string_or_integer_id_is_accepted_as_text(sent, text):
 
 
 @pytest.mark.parametrize("body, expected", [
-    ({}, "customer_id: field required"),
+    ({}, "customer_id: field required (or customer_ids: a list of ids)"),
+    ({"customer_id": CUSTOMER, "customer_ids": [CUSTOMER]}, "send customer_id or customer_ids, not both"),
     ({"customer_id": ""}, "customer_id: must not be empty"),
     ({"customer_id": "x" * (MAX_ID_BYTES + 1)}, f"customer_id: {LONG} {MAX_ID_BYTES + 1} bytes"),
     ({"customer_id": "é" * 65}, f"customer_id: {LONG} 130 bytes"),
@@ -69,9 +71,53 @@ def test_customer_errors_name_the_field(body, expected):
 
 
 def test_the_openapi_schema_says_string_or_integer():
-    field = CustomerRequest.model_json_schema()["properties"]["customer_id"]
-    assert field["anyOf"] == [{"type": "string", "minLength": 1}, {"type": "integer"}]
+    schema = CustomerRequest.model_json_schema()
+    field = schema["properties"]["customer_id"]
+    string = {"type": "string", "minLength": 1, "maxLength": MAX_ID_BYTES}
+    integer = {"type": "integer", "minimum": -(10 ** (MAX_ID_BYTES - 1) - 1), "maximum": 10**MAX_ID_BYTES - 1}
+    assert field["anyOf"] == [string, integer] and "default" not in field
     assert f"at most {MAX_ID_BYTES} bytes" in field["description"]
+    many = schema["properties"]["customer_ids"]
+    assert many["anyOf"] == [{"type": "array", "items": item, "minItems": 1, "maxItems": MAX_IDS}
+                             for item in (string, integer)]
+    assert schema["oneOf"] == [{"required": ["customer_id"]}, {"required": ["customer_ids"]}]
+    assert schema["additionalProperties"] is False and "required" not in schema
+
+
+@pytest.mark.parametrize("sent", [-(10 ** (MAX_ID_BYTES - 1) - 1), 10**MAX_ID_BYTES - 1])
+def test_the_schema_integer_bounds_are_the_longest_integers_accepted(sent):
+    assert CustomerRequest.model_validate({"customer_id": sent}).customer_id == str(sent)
+    for beyond in (sent - 1 if sent < 0 else sent + 1,):
+        assert messages(CustomerRequest, {"customer_id": beyond})[0].startswith(f"customer_id: {LONG}")
+
+
+def test_a_list_is_read_as_text_in_order_with_repeats():
+    body = PurchaseRequest.model_validate({"customer_ids": ["b", "a", "b"], "k": 5})
+    assert body.customer_ids == ("b", "a", "b") and body.customer_id is None and body.k == 5
+    assert CustomerRequest.model_validate({"customer_ids": [7, -1]}).customer_ids == ("7", "-1")
+    assert len(ArticleRequest.model_validate({"article_ids": ["a"] * MAX_IDS}).article_ids) == MAX_IDS
+
+
+@pytest.mark.parametrize("ids, expected", [
+    ([], [f"customer_ids: must hold 1 to {MAX_IDS} ids, got 0"]),
+    (["a"] * (MAX_IDS + 1), [f"customer_ids: must hold 1 to {MAX_IDS} ids, got {MAX_IDS + 1}"]),
+    ("a", ["customer_ids: must be a list of ids, got a string"]),
+    (None, ["customer_ids: must be a list of ids, got null"]),
+    (["a", "b", "c", 4], ["customer_ids[3]: must be a string like the list's first id, got an integer"]),
+    ([1, "b"], ["customer_ids[1]: must be an integer like the list's first id, got a string"]),
+    (["a", None, "", 2.5], [f"customer_ids[1]: {TYPE} null", "customer_ids[2]: must not be empty",
+                            f"customer_ids[3]: {TYPE} a number with a fraction or exponent"]),
+    (["a", "x" * (MAX_ID_BYTES + 1)], [f"customer_ids[1]: {LONG} {MAX_ID_BYTES + 1} bytes"]),
+    ([True], [f"customer_ids[0]: {TYPE} a boolean"]),
+    ([["a"]], [f"customer_ids[0]: {TYPE} a list"]),
+])
+def test_bad_lists_are_refused_naming_the_index(ids, expected):
+    assert messages(CustomerRequest, {"customer_ids": ids}) == expected
+
+
+def test_a_list_of_many_bad_ids_names_the_first_five():
+    found = messages(CustomerRequest, {"customer_ids": [None] * 50})
+    assert found == [f"customer_ids[{i}]: {TYPE} null" for i in range(5)]
 
 
 @pytest.mark.parametrize("k", [0, MAX_K + 1, "12", 2.5, True])
@@ -85,7 +131,7 @@ def test_a_body_with_many_problems_names_the_first_five():
         CustomerRequest.model_validate(fields)
     errors = [{**e, "loc": ("body", *e["loc"])} for e in info.value.errors()]
     detail = asyncio.run(validation_error_handler(None, RequestValidationError(errors))).body.decode()
-    assert json.loads(detail)["detail"].endswith("extra3: unexpected field; and 46 more")
+    assert json.loads(detail)["detail"].endswith("extra4: unexpected field; and 45 more")
 
 
 def test_body_level_errors_read_as_sentences():
