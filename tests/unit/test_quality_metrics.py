@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from models.nn.heads import ChurnHead
+from training.bench.seed_stats import dataset_table, summarize
 from training.fit.probability import fit_platt
 from training.fit.report import metrics_document, split_result
 from training.tasks.calibration import brier, ece, reliability, reliability_text
@@ -92,3 +93,19 @@ def test_split_cutoffs_move_back_by_whole_weeks() -> None:
         split_cutoffs(0, 27, weeks_back=2)
     with pytest.raises(ValueError):
         split_cutoffs(100, 150, weeks_back=-1)
+
+
+def test_the_seeds_table_prints_nmae_beside_mae() -> None:
+    def run(seed: int, model: float) -> dict:
+        test = {"model": {"mae": model, "nmae": model / 0.5},
+                "baselines": {"lightgbm": {"mae": 0.03, "nmae": 0.06}}}
+        return {"dataset": "shop", "seed": seed, "ok": True, "wall_s": 1.0, "cpu_s": 1.0, "peak_rss_mib": 1.0,
+                "tasks": {"sales": {"test": test}}}
+
+    runs = [run(0, 0.02), run(1, 0.022)]
+    sales = summarize(runs)["shop"]["sales"]
+    assert sales.companion["model"].mean == pytest.approx(0.042) and sales.companion["lightgbm"].std == 0.0
+    assert sales.as_json()["nmae"]["model"]["n"] == 2
+    line = next(line for line in dataset_table("shop", runs, summarize(runs)["shop"]).splitlines()
+                if line.startswith("sales"))
+    assert line.endswith("nmae 0.0420 ± 0.0028")

@@ -19,6 +19,7 @@ pooled. It costs ``--weeks`` trainings: a cheaper training budget goes through `
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -186,6 +187,8 @@ def backtest_dataset(args: Any, fit_args: tuple[str, ...], data: Path, name: str
               "min left", flush=True)
     if not args.keep_artifacts:
         shutil.rmtree(args.out / "runs" / name, ignore_errors=True)
+        with contextlib.suppress(OSError):  # once the last dataset's snapshot is gone
+            (args.out / "runs").rmdir()
     return runs
 
 
