@@ -69,6 +69,9 @@ class WorkerMetrics:
                                      ["task"], buckets=QUEUE_BUCKETS, registry=registry).labels(task)
         self._recompiles.inc(0)
         self._seen_recompiles = 0
+        # labels() takes a lock and builds a key per call: the children, once per label value.
+        self._buckets: dict[str, Any] = {}
+        self._stages: dict[str, Any] = {}
 
     def warmed_up(self, seconds: float, cache: str) -> None:
         """Record a finished ``setup()``; ``cache``: ``hit``, ``miss`` or ``disabled`` (eager)."""
@@ -78,10 +81,16 @@ class WorkerMetrics:
     def batch(self, size: int, bucket: str, padding_ratio: float, stage_seconds: Mapping[str, float]) -> None:
         """Record one inference forward of ``size`` ids."""
         self._batch_size.observe(size)
-        self._bucket.labels(self.task, bucket).inc()
+        counter = self._buckets.get(bucket)
+        if counter is None:
+            counter = self._buckets[bucket] = self._bucket.labels(self.task, bucket)
+        counter.inc()
         self._padding.observe(padding_ratio)
         for stage, seconds in stage_seconds.items():
-            self._stage.labels(self.task, stage).observe(seconds)
+            histogram = self._stages.get(stage)
+            if histogram is None:
+                histogram = self._stages[stage] = self._stage.labels(self.task, stage)
+            histogram.observe(seconds)
 
     def queue_waits(self, seconds: Iterable[float]) -> None:
         """Record the queueing delay of each request of a batch."""
