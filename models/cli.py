@@ -62,31 +62,29 @@ AUTO = "auto"
 """How a command line spells "let the tool choose" (``None`` in the dataclass behind it)."""
 
 
-def threads_option(value: str) -> int | None:
-    """``--threads``: a positive number of torch threads, or ``auto`` (``None``: the tool chooses).
+def count_or_auto(value: str) -> int | None:
+    """An option's whole number, or ``auto`` (``None``: the tool chooses); the config's dataclass
+    checks the range, so its error names the range.
 
     Raises:
-        argparse.ArgumentTypeError: anything else (shown as one line by :class:`OneLineErrors`).
+        argparse.ArgumentTypeError: neither (shown as one line by :class:`OneLineErrors`).
     """
     if value == AUTO:
         return None
     try:
-        threads = int(value)
+        return int(value)
     except ValueError:
-        threads = 0
-    if threads < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive number or {AUTO}, got {value!r}")
-    return threads
+        raise argparse.ArgumentTypeError(f"must be a whole number or {AUTO}, got {value!r}") from None
 
 
 def add_threads_option(parser: argparse.ArgumentParser, auto: str) -> None:
-    """``--threads N|auto`` (default ``auto``), parsed by :func:`threads_option`.
+    """``--threads N|auto`` (default ``auto``), parsed by :func:`count_or_auto`.
 
     Args:
         parser: the tool's parser.
         auto: what ``auto`` picks, for ``--help`` (e.g. "every core this process may use").
     """
-    parser.add_argument("--threads", type=threads_option, default=None, metavar="N|auto",
+    parser.add_argument("--threads", type=count_or_auto, default=None, metavar="N|auto",
                         help=f"torch threads (default: auto, {auto})")
 
 

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from models.cli import OneLineErrors
+from models.cli import OneLineErrors, count_or_auto
 from models.registry import TASK_NAMES
 from serve import models_config
 from serve.ingest import config as ingest_config
@@ -167,12 +167,12 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     p.add_argument("--compile", default=d.compile, choices=COMPILE_STRATEGIES)
     p.add_argument("--cuda-graphs", action="store_true", help="CUDA Graphs over static buckets (CUDA only)")
     p.add_argument("--accelerator", default=d.accelerator, choices=("auto", "cpu", "cuda"))
-    p.add_argument("--workers-per-task", type=int, default=None,
-                   help="inference processes per task (default: derived from the cores)")
-    p.add_argument("--api-servers", type=int, default=None,
-                   help="HTTP processes (default: derived from the cores)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch threads per worker (default: derived from the cores)")
+    p.add_argument("--workers-per-task", type=count_or_auto, default=None, metavar="N|auto",
+                   help="inference processes per task (default: auto, derived from the cores)")
+    p.add_argument("--api-servers", type=count_or_auto, default=None, metavar="N|auto",
+                   help="HTTP processes (default: auto, derived from the cores)")
+    p.add_argument("--threads", type=count_or_auto, default=None, metavar="N|auto",
+                   help="torch threads per worker (default: auto, derived from the cores)")
     p.add_argument("--max-queue", type=int, default=d.max_queue,
                    help="per task, requests in flight before 503")
     p.add_argument("--request-timeout", type=float, default=d.request_timeout_s, metavar="S")

@@ -198,5 +198,8 @@ def test_automatic_is_none_in_python_and_auto_on_the_command_line(tmp_path: Path
     assert fit_args([*required, "--threads", "2"]).threads == 2
     with pytest.raises(SystemExit):
         fit_args([*required, "--threads", "0"])  # once "torch's default"; now only auto says that
-    for program in ("training.fit", "serve.score"):
+    served = serve_args(["--artifacts", str(tmp_path), "--threads", "auto", "--workers-per-task", "auto",
+                         "--api-servers", "auto"])
+    assert (served.threads, served.workers_per_task, served.api_servers) == (None, None, None)
+    for program in ("training.fit", "serve.score", "serve"):
         assert help_defaults(program)["--threads"].startswith("auto"), program
