@@ -11,10 +11,14 @@ for its own runs, because LitServe's stock batched loop spins on its queue when 
 
 For each traffic (known ids in the mix of the registry's ``load_share``, the load test's mix, then
 each endpoint alone) and each number of clients, every server is driven in turn by
-``wrk`` (see :mod:`serve.bench.wrk` for why) after an unmeasured warm-up; the order rotates from
+``wrk`` (see :mod:`serve.bench.wrk` for why; without it, :mod:`serve.bench.loop_client`) after an
+unmeasured warm-up; the order rotates from
 point to point so drift in the machine's load does not favour one server. ``/metrics`` is read
 before and after each run of the model servers, giving per task the batches formed, the queueing
-delay (API server put to batch start), the model time per batch and the server-side latency.
+delay (API server put to batch start), the model time per batch and the server-side latency; the
+CPU time of every process of each server is read from ``/proc`` around each run
+(:mod:`serve.bench.cpu`), giving CPU-milliseconds per answered request, which unlike req/s does not
+depend on the machine's core count.
 Last, with the servers stopped, the model alone runs in this process at the batch sizes the
 default server formed. Prints the tables and the ratios the targets are stated in.
 """
@@ -29,11 +33,13 @@ from pathlib import Path
 
 from models.registry import TASKS
 from models.store.snapshot import GraphSnapshot
+from serve.bench.cpu import CpuSample, cpu_report
+from serve.bench.loop_client import run_loop_client
 from serve.bench.metrics_read import TaskStats, scrape, task_stats
 from serve.bench.model import model_throughput
 from serve.bench.process import ServerProcess
 from serve.bench.workload import mixed, request_bodies
-from serve.bench.wrk import WrkResult, run_wrk
+from serve.bench.wrk import WrkResult, have_wrk, run_wrk
 from serve.bundles import TaskBundle
 
 SERVERS = {"noop": ("serve.bench.ceiling_server", ()), "default": ("serve", ()),
@@ -51,11 +57,13 @@ def traffics(bodies: dict[str, list[dict]], only: list[str]) -> dict[str, list[t
 
 def drive(servers: dict[str, ServerProcess], artifacts: Path,
           traffic: dict[str, list[tuple[str, dict]]], clients: list[int], seconds: float,
-          scratch: Path) -> tuple[dict, dict]:
+          scratch: Path, tasks: list[str]) -> tuple[dict, dict, dict]:
     results: dict[tuple[str, int, str], WrkResult] = {}
     stats: dict[tuple[str, int, str], dict[str, TaskStats]] = {}
+    cpu: dict[tuple[str, int, str], dict] = {}
     names = [CEILING, *servers]
     point = 0
+    load = run_wrk if have_wrk() else run_loop_client
     for name_t, reqs in traffic.items():
         for n in clients:
             order = names[point % len(names):] + names[:point % len(names)]
@@ -68,28 +76,34 @@ def drive(servers: dict[str, ServerProcess], artifacts: Path,
                     server.start()
                     server.wait_ready(timeout=300)
                 try:
-                    run_wrk(server.url, reqs, n, 2)  # warm-up: connections, caches, batch sizes settle
+                    load(server.url, reqs, n, 2)  # warm-up: connections, caches, batch sizes settle
                     before = scrape(server.url) if name in MODEL_SERVERS else None
-                    result = run_wrk(server.url, reqs, n, seconds)
+                    cpu_before = CpuSample.of(server)
+                    result = load(server.url, reqs, n, seconds)
+                    spent = CpuSample.of(server).since(cpu_before)
                     if before is not None:
                         stats[(name_t, n, name)] = task_stats(before, scrape(server.url))
+                    cpu[(name_t, n, name)] = cpu_report(spent, round(result.rps * result.seconds),
+                                                        server.roles(tasks))
                 finally:
                     if stock:
                         server.stop()
                 results[(name_t, n, name)] = result
-                print(f"  {name_t:8s} {n:3d} clients {name:8s} {result.summary()}", file=sys.stderr,
-                      flush=True)
-    return results, stats
+                ms = cpu[(name_t, n, name)]["ms_per_request"]
+                print(f"  {name_t:8s} {n:3d} clients {name:8s} {result.summary()} CPU {ms:.2f} ms/request",
+                      file=sys.stderr, flush=True)
+    return results, stats, cpu
 
 
-def report(results: dict, stats: dict, model: dict[str, dict[int, float]], clients: list[int]) -> dict:
+def report(results: dict, stats: dict, model: dict[str, dict[int, float]], clients: list[int],
+           cpu: dict) -> dict:
     print(f"{'traffic':8s} {'clients':>7s} {'server':8s} {'req/s':>8s} {'p50 ms':>7s} {'p90 ms':>7s} "
-          f"{'p99 ms':>7s} {'errors':>6s}  avg batch per task")
+          f"{'p99 ms':>7s} {'errors':>6s} {'CPU ms/req':>10s}  avg batch per task")
     for (traffic, n, name), r in results.items():
         batches = stats.get((traffic, n, name), {})
         per_task = " ".join(f"{t} {s.avg_batch:.1f}" for t, s in batches.items() if s.batches)
         print(f"{traffic:8s} {n:7d} {name:8s} {r.rps:8.1f} {r.p50_ms:7.2f} {r.p90_ms:7.2f} {r.p99_ms:7.2f} "
-              f"{r.errors:6d}  {per_task}")
+              f"{r.errors:6d} {cpu[(traffic, n, name)]['ms_per_request']:10.2f}  {per_task}")
     top, one = max(clients), min(clients)
     ratios = {}
     print(f"\nratios (same run; ceiling = {CEILING}):")
@@ -99,7 +113,9 @@ def report(results: dict, stats: dict, model: dict[str, dict[int, float]], clien
         d_one, c_one = results.get((traffic, one, "default")), results.get((traffic, one, CEILING))
         if not (d_top and c_top and n_top and o_top and d_one and c_one):
             continue
+        cpu_d, cpu_c = cpu[(traffic, top, "default")], cpu[(traffic, top, CEILING)]
         ratios[traffic] = {"default_over_ceiling": d_top.rps / c_top.rps,
+                           "cpu_per_request_over_ceiling": cpu_d["ms_per_request"] / cpu_c["ms_per_request"],
                            "default_over_noop": d_top.rps / o_top.rps,
                            "default_over_naive": d_top.rps / n_top.rps,
                            "p99_ms": d_top.p99_ms, "ceiling_p99_ms": c_top.p99_ms,
@@ -109,7 +125,13 @@ def report(results: dict, stats: dict, model: dict[str, dict[int, float]], clien
               f"default/noop {x['default_over_noop']:.2f}, default/naive {x['default_over_naive']:.2f}, "
               f"p99 {x['p99_ms']:.1f} ms (ceiling "
               f"{x['ceiling_p99_ms']:.1f}; target < 50); {one} client p50 {x['p50_1_client_ms']:.2f} ms vs "
-              f"ceiling {x['ceiling_p50_1_client_ms']:.2f} (target within 1 ms)")
+              f"ceiling {x['ceiling_p50_1_client_ms']:.2f} (target within 1.5 ms), CPU per request "
+              f"{x['cpu_per_request_over_ceiling']:.2f}x the ceiling's (target <= 1.15)")
+    print(f"\nCPU ms per answered request by process role ({top} clients; all processes of each server):")
+    for (traffic, n, name), c in cpu.items():
+        if n == top:
+            roles = "  ".join(f"{role} {ms:.2f}" for role, ms in c.get("by_role_ms", {}).items())
+            print(f"  {traffic:8s} {name:8s} {c['ms_per_request']:5.2f}  = {roles}")
     print(f"\nwhere the time goes (default, {top} clients; server-side means from /metrics):")
     for (traffic, n, name), per_task in stats.items():
         if name != "default" or n != top:
@@ -126,7 +148,7 @@ def report(results: dict, stats: dict, model: dict[str, dict[int, float]], clien
     for task, sizes in model.items():
         print(f"  {task:9s} " + "  ".join(f"batch {b}: {ms:.2f} ms ({b / ms * 1000:,.0f}/s)"
                                            for b, ms in sizes.items()))
-    return {"load": [{"traffic": k[0], "server": k[2], **r.summary(),
+    return {"load": [{"traffic": k[0], "server": k[2], **r.summary(), "cpu": cpu[k],
                       "tasks": {t: s.__dict__ for t, s in stats.get(k, {}).items()}}
                      for k, r in results.items()],
             "ratios": ratios, "model_ms_per_batch": model}
@@ -149,14 +171,15 @@ def run_ceiling(artifacts: Path, bundles: list[TaskBundle], clients: list[int], 
                 server.wait_ready(timeout=900)
             print(f"servers ready after {time.monotonic() - started:.0f} s; driving load ...",
                   file=sys.stderr, flush=True)
-            results, stats = drive(servers, artifacts, traffic, clients, seconds, scratch)
+            results, stats, cpu = drive(servers, artifacts, traffic, clients, seconds, scratch,
+                                        [b.task for b in bundles])
         finally:
             for server in servers.values():
                 server.stop()
     formed = {t: s.avg_batch for (_, n, name), per in stats.items() if name == "default" and n == max(clients)
               for t, s in per.items() if s.batches}
     model = model_throughput(bundles, {t: sorted({1, max(1, round(b)), 32}) for t, b in formed.items()})
-    summary = report(results, stats, model, clients)
+    summary = report(results, stats, model, clients, cpu)
     if json_path:
         json_path.write_text(json.dumps(summary, indent=2))
     return 0
