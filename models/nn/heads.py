@@ -104,7 +104,7 @@ class SalesHead(nn.Module):
     seed_types = (ARTICLE,)
     reads_seed_features = True  # forward also takes the seeds' numeric features (see TaskModel)
 
-    def __init__(self, hidden: int, head_hidden: int, log_target: bool = False) -> None:
+    def __init__(self, hidden: int, head_hidden: int, log_target: bool = ModelConfig.log_target) -> None:
         super().__init__()
         self.log_target = log_target
         self.mlp = _mlp(hidden, head_hidden, 1)
