@@ -4,7 +4,8 @@ Uses its own small server (churn and sales, eager, a 2.5 s batch window with roo
 most 4 churn requests in flight), so a flood is guaranteed to find every slot taken. The flood
 test runs before the kill test, which restarts the churn worker. The last test starts (and
 stops) a server of its own. Tests wait on events (a gauge, a status code, a process exiting) and
-compare times only with each other or with a lower bound that load cannot break.
+assert on what happened (statuses, counters, the order of the answers), never on measured time; how
+fast a 503 comes back is ``python -m serve.bench``'s to measure.
 """
 
 from __future__ import annotations
@@ -45,20 +46,21 @@ def small_server(artifacts: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         yield process
 
 
-def predict(server: ServerProcess, task: str, body: dict) -> tuple[requests.Response, float]:
-    started = time.perf_counter()
-    response = requests.post(f"{server.url}/predict/{task}", json=body, timeout=60)
-    return response, time.perf_counter() - started
+def predict(server: ServerProcess, task: str, body: dict) -> requests.Response:
+    return requests.post(f"{server.url}/predict/{task}", json=body, timeout=60)
 
 
 def test_a_flood_past_max_queue_gets_fast_503s_with_retry_after_then_recovers(small_server, snapshot):
     churn = {"customer_id": snapshot.ids[CUSTOMER][0].decode()}
     rejected_before = metric(small_server, "relserve_rejected_total", task="churn", reason="overloaded")
     start = threading.Barrier(FLOOD + 1)
+    answered: list[int] = []  # statuses in the order the answers came back
 
-    def send(_: int) -> tuple[requests.Response, float]:
+    def send(_: int) -> requests.Response:
         start.wait()
-        return predict(small_server, "churn", churn)
+        response = predict(small_server, "churn", churn)
+        answered.append(response.status_code)
+        return response
 
     gauge: list[float] = []
     flooding = threading.Event()
@@ -74,26 +76,24 @@ def test_a_flood_past_max_queue_gets_fast_503s_with_retry_after_then_recovers(sm
         start.wait()
         wait_for(lambda: metric(small_server, "relserve_rejected_total", task="churn",
                                 reason="overloaded") > rejected_before, "503 of the flood")
-        other_task, _ = predict(small_server, "sales", {"article_id": snapshot.ids[ARTICLE][0].decode()})
+        other_task = predict(small_server, "sales", {"article_id": snapshot.ids[ARTICLE][0].decode()})
         results = [f.result() for f in futures]
     flooding.set()
     watcher.join(60)
 
-    statuses = [r.status_code for r, _ in results]
+    statuses = [r.status_code for r in results]
     assert set(statuses) <= {200, 503} and statuses.count(503) >= FLOOD // 2, statuses
     assert max(gauge) <= MAX_QUEUE, gauge
     assert other_task.status_code == 200  # the bound is per task
-    ok = [seconds for r, seconds in results if r.status_code == 200]
-    shed = [(r, seconds) for r, seconds in results if r.status_code == 503]
-    assert all(r.headers["Retry-After"] == RETRY_AFTER for r, _ in shed)
-    assert all("overloaded" in r.json()["detail"] for r, _ in shed)
-    # A 503 does not wait for the batch window; an admitted request does (at least the window).
-    assert min(ok) >= BATCH_WINDOW_S and max(s for _, s in shed) < min(ok), (ok, shed)
+    shed = [r for r in results if r.status_code == 503]
+    assert all(r.headers["Retry-After"] == RETRY_AFTER for r in shed)
+    assert all("overloaded" in r.json()["detail"] for r in shed)
+    # A 503 does not wait for the batch window that holds the admitted requests: every one came back first.
+    assert answered == sorted(answered, reverse=True), answered
     rejected = metric(small_server, "relserve_rejected_total", task="churn", reason="overloaded")
     assert rejected - rejected_before == len(shed)
     for _ in range(3):  # recovered: each request alone is admitted and answered
-        response, _ = predict(small_server, "churn", churn)
-        assert response.status_code == 200
+        assert predict(small_server, "churn", churn).status_code == 200
     assert metric(small_server, "relserve_inflight_requests", task="churn") == 0
     assert http_status(small_server.url + "/health") == 200
 
@@ -102,7 +102,8 @@ def test_a_killed_worker_costs_only_its_batch_a_504_while_the_server_keeps_answe
     churn = {"customer_id": snapshot.ids[CUSTOMER][1].decode()}
     sales = {"article_id": snapshot.ids[ARTICLE][1].decode()}
     churn_worker = small_server.worker_pids()[0]
-    lost: dict[str, tuple[requests.Response, float]] = {}
+    lost: dict[str, requests.Response] = {}
+    deadlines = metric(small_server, "relserve_rejected_total", task="churn", reason="deadline")
     held = threading.Thread(target=lambda: lost.update(churn=predict(small_server, "churn", churn)))
     held.start()
     # The worker took the request off its queue and holds it while the batch window runs.
@@ -115,14 +116,15 @@ def test_a_killed_worker_costs_only_its_batch_a_504_while_the_server_keeps_answe
         if not health or health[-1] != status:
             health.append(status)
             if status == 503:  # in the gap: the other task still answers
-                assert predict(small_server, "sales", sales)[0].status_code == 200
+                assert predict(small_server, "sales", sales).status_code == 200
         time.sleep(0.05)
     assert health[-2:] == [503, 200], f"/health went {health}"
     held.join(60)
-    response, seconds = lost["churn"]
-    assert response.status_code == 504 and "no answer within" in response.json()["detail"]
-    assert seconds >= DEADLINE_S - 0.5  # the deadline, not an earlier failure, answered it
-    assert predict(small_server, "churn", churn)[0].status_code == 200
+    response = lost["churn"]
+    # the deadline, not an earlier failure (the request timeout, a broken connection), answered it
+    assert response.status_code == 504 and response.json()["detail"] == f"no answer within {DEADLINE_S:g} s"
+    assert metric(small_server, "relserve_rejected_total", task="churn", reason="deadline") == deadlines + 1
+    assert predict(small_server, "churn", churn).status_code == 200
     assert churn_worker not in small_server.worker_pids()
 
 

@@ -28,3 +28,11 @@ def wait_for(condition: Callable[[], T], what: str, timeout: float = 120.0) -> T
 def metric(server: ServerProcess, name: str, **labels: str) -> float:
     """The value of series ``name{labels}`` on ``/metrics`` (0 when the series does not exist yet)."""
     return value(scrape(server.url), name, **labels)
+
+
+def batches(server: ServerProcess, task: str) -> tuple[float, float]:
+    """``(batches run, requests in them)`` of ``task``'s workers so far, from the batch-size
+    histogram (a batch of unknown ids alone runs no model and is not counted)."""
+    samples = scrape(server.url)
+    return (value(samples, "relserve_batch_size_count", task=task),
+            value(samples, "relserve_batch_size_sum", task=task))
