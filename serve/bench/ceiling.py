@@ -46,13 +46,29 @@ SERVERS = {"noop": ("serve.bench.ceiling_server", ()), "default": ("serve", ()),
            "naive": ("serve", ("--compile", "none", "--max-batch-size", "1"))}
 STOCK = ("serve.bench.ceiling_server", ("--stock",))
 CEILING = "stock"
+LIST_SIZE = 100  # ids per request of the lists traffic
 MODEL_SERVERS = ("default", "naive")
 
 
+def as_lists(bodies: list[dict], task: str, size: int) -> list[dict]:
+    """``bodies``' ids in lists of ``size`` (``{"customer_ids": [...]}``, with ``k`` where the task ranks)."""
+    spec = TASKS[task]
+    ids = [b[spec.id_field] for b in bodies]
+    extra = {"k": spec.k} if spec.ranks else {}
+    return [{f"{spec.id_field}s": ids[i:i + size], **extra} for i in range(0, len(ids) - size + 1, size)]
+
+
 def traffics(bodies: dict[str, list[dict]], only: list[str]) -> dict[str, list[tuple[str, dict]]]:
-    """The traffics named in ``only``: ``mixed`` and single endpoints, as ``(path, body)`` requests."""
-    every = {"mixed": mixed(bodies)} | {t: [(TASKS[t].path, b) for b in bodies[t]] for t in bodies}
+    """The traffics named in ``only``: ``mixed``, ``lists`` (the mix with :data:`LIST_SIZE`-id lists)
+    and single endpoints, as ``(path, body)`` requests."""
+    lists = {t: as_lists(b, t, LIST_SIZE) for t, b in bodies.items()}
+    every = ({"mixed": mixed(bodies), "lists": mixed(lists, count=400)}
+             | {t: [(TASKS[t].path, b) for b in bodies[t]] for t in bodies})
     return {name: reqs for name, reqs in every.items() if name in only}
+
+
+def ids_per_request(traffic: str) -> int:
+    return LIST_SIZE if traffic == "lists" else 1
 
 
 def drive(servers: dict[str, ServerProcess], artifacts: Path,
@@ -121,13 +137,16 @@ def report(results: dict, stats: dict, model: dict[str, dict[int, float]], clien
                            "p99_ms": d_top.p99_ms, "ceiling_p99_ms": c_top.p99_ms,
                            "p50_1_client_ms": d_one.p50_ms, "ceiling_p50_1_client_ms": c_one.p50_ms}
         x = ratios[traffic]
+        x["cpu_ms_per_prediction"] = cpu_d["ms_per_request"] / ids_per_request(traffic)
+        x["ceiling_cpu_ms_per_prediction"] = cpu_c["ms_per_request"] / ids_per_request(traffic)
         print(f"  {traffic:8s} {top} clients: default/ceiling {x['default_over_ceiling']:.2f} (>= 0.9), "
               f"default/noop {x['default_over_noop']:.2f}, default/naive {x['default_over_naive']:.2f}, "
               f"p99 {x['p99_ms']:.1f} ms (ceiling "
               f"{x['ceiling_p99_ms']:.1f}; target < 50); {one} client p50 {x['p50_1_client_ms']:.2f} ms vs "
               f"ceiling {x['ceiling_p50_1_client_ms']:.2f} (target within 1.5 ms), CPU per request "
               f"{x['cpu_per_request_over_ceiling']:.2f}x the ceiling's (target <= 1.15)")
-    print(f"\nCPU ms per answered request by process role ({top} clients; all processes of each server):")
+    print(f"\nCPU ms per answered request by process role ({top} clients; all processes of each server; "
+          f"lists: {LIST_SIZE} predictions per request):")
     for (traffic, n, name), c in cpu.items():
         if n == top:
             roles = "  ".join(f"{role} {ms:.2f}" for role, ms in c.get("by_role_ms", {}).items())

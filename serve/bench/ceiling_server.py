@@ -2,10 +2,11 @@
 
 ``python -m serve.bench.ceiling_server --artifacts DIR --port P [python -m serve options]`` serves
 ``POST /predict/<task>`` for the tasks of DIR with the same request models (so FastAPI parses and
-validates the same bodies), the same LitServe options (transport, batching, worker and API-server
-counts, timeouts) and the same batched loop as ``python -m serve``, but ``predict`` answers a
-constant: no model, no admission middleware, no metrics. What it reaches is what LitServe itself
-can do on this machine as configured; ``serve.bench --ceiling`` compares the real server to it.
+validates the same bodies, single ids and lists), the same LitServe options (transport, batching,
+worker and API-server counts, timeouts) and the same batched loop as ``python -m serve``, but
+``predict`` answers a constant (one per id of a list): no model, no admission middleware, no
+metrics. What it reaches is what LitServe itself can do on this machine as configured;
+``serve.bench --ceiling`` compares the real server to it.
 
 ``--stock`` serves the same routes the way a new LitServe user would write them: LitServe's own
 batched loop and default options (Manager-queue transport, START messages, GZip middleware). Both
@@ -22,6 +23,7 @@ from typing import Any, ClassVar
 import litserve as ls
 from pydantic import BaseModel
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.responses import JSONResponse
 
 from models.registry import TASKS as SPECS
 from models.registry import TaskSpec
@@ -43,7 +45,8 @@ class ConstantAPI(ls.LitAPI):
         pass
 
     def predict(self, inputs: list) -> list:
-        return [self.answer] * len(inputs)
+        # A list's answer is encoded here, as the real server's are: no response-model validation.
+        return [self.answer if n is None else JSONResponse({"answers": [self.answer] * n}) for n in inputs]
 
 
 def _constant(spec: TaskSpec, model: type[BaseModel]) -> dict[str, Any]:
@@ -60,7 +63,8 @@ def _constant(spec: TaskSpec, model: type[BaseModel]) -> dict[str, Any]:
 
 def _constant_api(spec: TaskSpec) -> type[ConstantAPI]:
     def decode_request(self: ConstantAPI, request: Any) -> Any:
-        return getattr(request, spec.id_field)
+        many = getattr(request, f"{spec.id_field}s", None)
+        return None if many is None else len(many)  # a list is answered one constant per id
 
     def encode_response(self: ConstantAPI, output: Any) -> Any:
         return output

@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceiling", action="store_true",
                         help="compare with the no-model ceiling and naive servers under wrk")
     parser.add_argument("--traffic", default=",".join(("mixed", *TASK_NAMES)),
-                        help="with --ceiling: mixed (the registry's load_share mix) and/or single endpoints")
+                        help="with --ceiling: mixed (the registry's load_share mix), lists (the mix with "
+                             "100-id lists) and/or single endpoints")
     args = parser.parse_args(argv)
     try:
         levels = args.clients or ("1,32" if args.ceiling else "1,8,32")

@@ -23,6 +23,9 @@ def test_the_ceiling_validates_bodies_and_answers_constants(tmp_path, stock):
         server.wait_ready(timeout=300)
         answer = requests.post(server.url + "/predict/purchase", json={"customer_id": "b" * 64}, timeout=30)
         assert answer.status_code == 200 and len(answer.json()["articles"]) == 12
+        listed = requests.post(server.url + "/predict/sales", json={"article_ids": ["1", "2", "3"]},
+                               timeout=30)
+        assert listed.status_code == 200 and len(listed.json()["answers"]) == 3
         bad = requests.post(server.url + "/predict/churn", json={"customer_id": ["x"]}, timeout=30)
         assert bad.status_code == 422
         load = run_wrk if have_wrk() else run_loop_client  # the ceiling's fallback without wrk
