@@ -33,7 +33,8 @@ class ExportStyle:
 
     Args:
         file_format: ``parquet`` or ``csv``.
-        float_customers: the customer number as float64, NaN where missing (Parquet only).
+        float_customers: the customer number as float64, NaN where missing (a CSV writes it
+            ``13085`` and ``nan``).
         timestamp_dates: the invoice date as a Parquet timestamp instead of text.
     """
 

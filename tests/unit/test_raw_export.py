@@ -18,6 +18,7 @@ from training.data.spec_file import read_spec
 STYLES = {
     "csv, integer customers, text dates": ExportStyle("csv"),
     "parquet, float customers with NaN": ExportStyle(float_customers=True),
+    "csv, float customers with nan written out": ExportStyle("csv", float_customers=True),
     "parquet, timestamp dates": ExportStyle(timestamp_dates=True),
     "parquet, float customers, timestamp dates": ExportStyle(float_customers=True, timestamp_dates=True),
 }
