@@ -48,6 +48,9 @@ ERRORS = {  # case: (spec text, the start of its message after "relserve.toml: "
                         TX + "filter[0]: cannot parse 'Country > UK': > compares numbers, got UK"),
     "bad-regex": (M + 'filter = ["Invoice ~ ^(C"]\n',
                   TX + "filter[0]: cannot parse 'Invoice ~ ^(C': bad regular expression"),
+    "lookaround-regex": (M + 'filter = ["Invoice ~ ^(?!C)"]\n',  # Python's re takes it, pyarrow's RE2 not
+                         TX + "filter[0]: cannot parse 'Invoice ~ ^(?!C)': bad regular expression (invalid "
+                              "perl operator: (?!; RE2 syntax: no backreferences or lookaround)"),
     "bad-feature-type": (M + ARTICLES_FILE + "features = { colour = 'colour' }\n",
                          "[articles] features.colour: type must be one of categorical, numeric, timestamp, "
                          "text (or auto), got 'colour'"),

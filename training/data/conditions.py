@@ -4,8 +4,9 @@ One condition is ``<column> <op> <value>``, the operator between spaces (column 
 spaces: ``Customer ID != null``):
 
 - ``==``, ``!=``: equal or not; ``<``, ``<=``, ``>``, ``>=``: a numeric comparison;
-- ``~``, ``!~``: the text matches / does not match a regular expression (Python ``re`` syntax, a search:
-  anchor with ``^`` and ``$``);
+- ``~``, ``!~``: the text matches / does not match a regular expression (RE2 syntax, what pyarrow
+  matches with: Python's ``re`` without backreferences and lookaround; a search: anchor with ``^``
+  and ``$``);
 - a value is ``null`` (the empty field; only with ``==`` and ``!=``), a number (compared as a
   number), or text, quoted (``'C'``, ``"United Kingdom"``) or bare (``United Kingdom``).
 
@@ -68,9 +69,11 @@ def parse_condition(text: str) -> Condition:
     if op in ("~", "!~"):
         value = raw if not isinstance(value, str) else value
         try:
-            re.compile(value)
-        except re.error as err:
-            raise ConditionError(f"cannot parse {text!r}: bad regular expression ({err})") from None
+            pc.match_substring_regex(pa.array([""], pa.string()), value)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+            why = str(err).removeprefix("Invalid regular expression: ")
+            raise ConditionError(f"cannot parse {text!r}: bad regular expression ({why}; RE2 syntax: no "
+                                 "backreferences or lookaround)") from None
     return Condition(column, op, value, text)
 
 
