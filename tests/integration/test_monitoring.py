@@ -153,13 +153,21 @@ def query(url: str, expr: str, at: float | None = None) -> list[dict]:
     return body["data"]["result"]
 
 
-def send_traffic(server: ServerProcess, traffic: Traffic, seconds: float, clients: int = 4) -> int:
-    """Every task, good and bad requests, from ``clients`` threads; returns how many were sent."""
-    sent, problems, lock = [0], [], threading.Lock()
+def scrapes(prometheus: str) -> int:
+    """How many times Prometheus has scraped the server so far."""
+    result = query(prometheus, 'count_over_time(up{job="relserve"}[1h])')
+    return int(float(result[0]["value"][1])) if result else 0
+
+
+def send_traffic(server: ServerProcess, traffic: Traffic, prometheus: str, scraped: int,
+                 clients: int = 4) -> int:
+    """Every task, good and bad requests, from ``clients`` threads until Prometheus has scraped the
+    server ``scraped`` more times (so its rates cover the traffic); returns how many were sent."""
+    sent, problems, lock, stop = [0], [], threading.Lock(), threading.Event()
 
     def client(seed: int) -> None:
-        rng, session, stop_at = random.Random(seed), requests.Session(), time.monotonic() + seconds
-        while time.monotonic() < stop_at:
+        rng, session = random.Random(seed), requests.Session()
+        while not stop.is_set():
             planned = traffic.plan(rng.choice(list(TASK_PATHS)), rng)
             response = session.post(server.url + planned.path, data=planned.body, timeout=30,
                                     headers={"Content-Type": planned.content_type})
@@ -171,8 +179,16 @@ def send_traffic(server: ServerProcess, traffic: Traffic, seconds: float, client
     threads = [threading.Thread(target=client, args=(seed,)) for seed in range(clients)]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        target = scrapes(prometheus) + scraped
+        deadline = time.monotonic() + 120  # only turns a hang into a failure
+        while scrapes(prometheus) < target and not problems:
+            assert time.monotonic() < deadline, f"Prometheus did not scrape {scraped} times"
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
     assert not problems, problems[:5]
     return sent[0]
 
@@ -185,7 +201,7 @@ def served_total(server: ServerProcess) -> float:
 @pytest.mark.integration
 def test_every_dashboard_query_returns_data(server: ServerProcess, artifacts: Path, prometheus: str) -> None:
     traffic = Traffic(IdPool.from_snapshot(artifacts / "snapshot"), bad_share=0.15)
-    assert send_traffic(server, traffic, seconds=6.0) > 0  # three scrapes or more
+    assert send_traffic(server, traffic, prometheus, scraped=3) > 0
     at = answered_everywhere(prometheus, server)
 
     tasks = requests.get(f"{prometheus}/api/v1/label/task/values",
@@ -228,7 +244,7 @@ def test_every_ingestion_panel_returns_data(ingesting: ServerProcess, artifacts:
     traffic = Traffic(IdPool.from_snapshot(artifacts / "snapshot"))
     for prometheus in run_prometheus(ingesting, tmp_path):
         session, headers = requests.Session(), {"Authorization": "Bearer monitoring"}
-        for day in range(1, 9):  # a batch a second, every worker serving each before the next
+        for day in range(1, 5):  # a batch per scrape, each served by every worker before the next
             rows = transaction_rows(snapshot, 5, day_offset=day)
             answer = session.post(f"{ingesting.url}/ingest/transactions", params={"sync": "true"}, timeout=30,
                                   headers=headers, json={"rows": rows})
@@ -236,7 +252,7 @@ def test_every_ingestion_panel_returns_data(ingesting: ServerProcess, artifacts:
             refused = session.post(f"{ingesting.url}/ingest/customers", headers=headers, timeout=30,
                                    json={"rows": [{"customer_id": ""}]})
             assert refused.status_code == 422
-            send_traffic(ingesting, traffic, seconds=1.0, clients=2)
+            send_traffic(ingesting, traffic, prometheus, scraped=1, clients=2)
         at = answered_everywhere(prometheus, ingesting)
         empty = []
         for title, expr in panel_queries(ingestion=True):
