@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -195,3 +196,21 @@ def test_every_path_and_module_named_in_the_docs_and_docstrings_exists() -> None
         f"{len(problems)} reference(s) in docs or docstrings name nothing in the repository "
         "(fix the name, or drop the reference; the repository must stand on its own):\n  "
         + "\n  ".join(problems))
+
+
+def test_the_architecture_page_states_every_import_contract() -> None:
+    """docs/architecture.md's contract table has, for each contract of pyproject.toml, a row naming
+    each of its layers or forbidden modules (so a changed contract shows in the page)."""
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    page = (REPO / "docs" / "architecture.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| ")]
+    for contract in contracts:
+        if contract["type"] == "layers":
+            names = [n.strip() for layer in contract["layers"] for n in re.split(r"[|:]", layer)]
+        elif contract["type"] == "forbidden":
+            names = contract["forbidden_modules"]
+        else:
+            names = ["cycle"]
+        shown = [row for row in rows if all(f"`{n}`" in row or (n == "cycle" and n in row) for n in names)]
+        assert shown, f"docs/architecture.md has no row of the contract table naming all of {names} " \
+                      f"(pyproject.toml's contract {contract['name']!r})"
