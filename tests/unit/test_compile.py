@@ -39,9 +39,10 @@ COLUMNS = {t: (v.shape[1], TABLES.numeric[t].shape[1]) for t, v in TABLES.catego
 FAST = {"backend": "aot_eager"}
 
 
-def _model(task: str = "churn") -> TaskModel:
+def _model(task: str = "churn", **config: object) -> TaskModel:
     torch.manual_seed(0)
-    return TaskModel(task, table_specs(TABLES), ModelConfig(hidden=32, head_hidden=16, embedding_dim=8))
+    return TaskModel(task, table_specs(TABLES), ModelConfig(hidden=32, head_hidden=16, embedding_dim=8,
+                                                            **config))  # type: ignore[arg-type]
 
 
 def _batches(seed_type: str, sizes: list[int], seed: int = 0) -> list:
@@ -90,7 +91,9 @@ def test_dynamic_warmup_covers_the_ladder_and_a_lonely_seed() -> None:
 
 
 def test_padded_training_matches_unpadded_and_lr_tensor_never_recompiles() -> None:
-    model = _model()
+    # Mean aggregation: with sum, two Adam steps turn the padded forward's other summation order
+    # into 4e-5 differences (the sign-like update, as below); the forwards themselves agree to 1e-5.
+    model = _model(aggregation="mean")
     steps = {}
     for strategy in ("none", "buckets"):
         copy_ = copy.deepcopy(model)
