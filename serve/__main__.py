@@ -67,8 +67,8 @@ def check_port(host: str, port: int) -> None:
             raise StartupError(f"cannot listen on {host}:{port}: {e.strerror}") from e
 
 
-def start(config: ServeConfig) -> None:
-    """Check everything, build the server and serve until SIGTERM (blocks)."""
+def start(config: ServeConfig) -> int:
+    """Check everything, build the server and serve until SIGINT or SIGTERM (blocks); the exit code."""
     from serve.bundles import ArtifactsError, choose_bundles, find_bundles, quality_warnings
 
     try:
@@ -95,28 +95,35 @@ def start(config: ServeConfig) -> None:
     from serve.app import build_server  # imports prometheus_client: after prepare_metrics_dir()
 
     built = build_server(config, bundles, accelerator)
-    built.install_sigterm_drain()
+    from serve.drain import Drain
+
+    drain = Drain(built.server, built.admission, config.drain_timeout_s)  # before any child starts
     tasks = ", ".join(f"{b.task} (version {b.version})" for b in bundles)
     ingesting = "" if config.ingest is None else f", ingesting into {config.ingest.state_dir}"
     print(f"{PROG}: serving {tasks} on http://{config.host}:{config.port} ({accelerator}, compile="
           f"{config.compile}, max batch {config.max_batch_size}{ingesting}); /health turns 200 once "
           "warmed up",
           file=sys.stderr, flush=True)
-    built.run()
+    try:
+        built.run()
+    finally:
+        drain.close()
+    return drain.exit_code
 
 
 def _stop_before_serving(signum: int, frame: object) -> None:
-    # Until the server is built nothing runs that needs draining (install_sigterm_drain replaces this).
-    raise SystemExit(0)
+    # Until the server is built nothing runs that needs draining (serve.drain replaces this).
+    raise SystemExit(128 + signum if signum == signal.SIGINT else 0)
 
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the process exit code."""
     signal.signal(signal.SIGTERM, _stop_before_serving)
+    signal.signal(signal.SIGINT, _stop_before_serving)
     config = parse_args(argv)
     metrics_dir, created = prepare_metrics_dir()
     try:
-        start(config)
+        return start(config)
     except StartupError as e:
         return e.report(PROG)
     except RuntimeError as e:  # LitServe: "One or more workers failed to start"
@@ -125,7 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if created:
             shutil.rmtree(metrics_dir, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -8,9 +8,6 @@ how many of each, and their torch threads, :mod:`serve.layout` derives from the 
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -30,15 +27,15 @@ from serve.config import ServeConfig
 from serve.errors import ERROR_RESPONSES, http_error_handler, validation_error_handler
 from serve.ingest import server as ingestion
 from serve.ingest.auth import Credentials, KeyAuth
-from serve.litserve_compat import WorkerSetupStatus
 from serve.metrics import LiveGauges, metrics_route
+from serve.processes import release_children
 
 METRICS_PATH = "/metrics"
 
 
 @dataclass
 class BuiltServer:
-    """A configured, not yet running server and the shared state its SIGTERM drain needs."""
+    """A configured, not yet running server and the shared state its drain needs (:mod:`serve.drain`)."""
 
     server: ls.LitServer
     admission: AdmissionState
@@ -62,58 +59,20 @@ class BuiltServer:
             # LitServe gives up start-up ("One or more workers failed to start") without stopping
             # the workers still in setup() or its Manager; the interpreter would wait for them.
             self._stop_children()
-            if not self.admission.draining.value:  # not a start-up stopped by SIGTERM
+            if not self.admission.draining.value:  # not a start-up stopped by a signal (serve.drain)
                 raise
         finally:
             if self.background is not None:
                 self.background.stop()
 
-    def install_sigterm_drain(self) -> None:
-        """On SIGTERM: refuse new requests (503), let those in flight finish, then stop; exit 0.
-
-        Without a handler the main process dies at once and leaves LitServe's workers, Manager and
-        API servers running as orphans.
-        """
-        main_pid = os.getpid()
-        draining = threading.Event()
-
-        def on_sigterm(signum: int, frame: Any) -> None:
-            if os.getpid() != main_pid:  # a forked child (the Manager) inherited this handler
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                os.kill(os.getpid(), signal.SIGTERM)
-                return
-            if not draining.is_set():
-                draining.set()
-                # A Manager proxy belongs to one thread, and the main thread is blocked in
-                # _shutdown_event.wait() on it: set the event from a thread of its own.
-                threading.Thread(target=self.drain_and_stop, name="relserve-drain", daemon=True).start()
-
-        signal.signal(signal.SIGTERM, on_sigterm)
-
-    def drain_and_stop(self) -> None:
-        self.admission.start_draining()
-        deadline = time.monotonic() + self.config.drain_timeout_s
-        while self.admission.total_in_flight() > 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        while compat.shutdown_event(self.server) is None:  # SIGTERM before run() made the event
-            time.sleep(0.05)
-        if not self._any_worker_ready():
-            # LitServe's run() is still waiting for a first ready worker, which may take minutes
-            # of compiling; marking the workers failed makes it give up now (see run()).
-            status = compat.workers_setup_status(self.server)
-            for worker in list(status.keys()):
-                status[worker] = WorkerSetupStatus.ERROR
-        compat.shutdown_event(self.server).set()  # LitServe's own graceful shutdown
-
-    def _any_worker_ready(self) -> bool:
-        return any(s == WorkerSetupStatus.READY for s in compat.workers_setup_status(self.server).values())
-
     def _stop_children(self) -> None:
+        release_children()  # they ignore SIGTERM until now (serve.processes)
         workers = compat.inference_workers(self.server)
         for worker in workers:
             worker.terminate()
+        deadline = time.monotonic() + 5  # one for all: a stuck worker must not delay the next one's kill()
         for worker in workers:
-            worker.join(5)
+            worker.join(max(0.0, deadline - time.monotonic()))
             if worker.is_alive():
                 worker.kill()
         manager = compat.manager(self.server)

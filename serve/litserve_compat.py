@@ -15,9 +15,9 @@ What each one is for:
   LitServe passes between API servers, workers and the main process.
 * :class:`MessageTransport`: the worker-to-API-server transport interface (tests fake it);
   :class:`ZMQTransport`, the one ``fast_queue=True`` selects.
-* the server accessors: the SIGTERM drain sets LitServe's shutdown event and marks workers failed;
-  a failed start-up stops the workers and the Manager; ``/metrics`` reads queue depths.
-* :class:`LitServer`: LitServe's server with three fixes. (1) ``fast_queue=True`` is silently
+* the server accessors: the drain (:mod:`serve.drain`) sets LitServe's shutdown event and marks
+  workers failed; a failed start-up stops the workers and the Manager; ``/metrics`` reads queue depths.
+* :class:`LitServer`: LitServe's server with four fixes. (1) ``fast_queue=True`` is silently
   ignored in 0.2.19: ``LitServer.__init__`` passes ``transport_config=`` to ``TransportConfig``,
   whose field is ``transport_type``, so pydantic drops it and every server uses the Manager-queue
   transport; and were it honoured, the factory passes the broker's two addresses to
@@ -27,7 +27,10 @@ What each one is for:
   ``close`` in the main process, which never opened a socket (only workers and API servers do),
   does nothing; LitServe's ``ZMQTransport.close`` raises ``ValueError`` there, first thing in the
   graceful shutdown, before any worker or API server is stopped (exit 1 and orphans). (3) Its
-  request queues put from a thread (:class:`BackgroundPutQueue`).
+  request queues put from a thread (:class:`BackgroundPutQueue`). (4) The main process alone
+  answers SIGINT and SIGTERM (:mod:`serve.processes`): an API server's uvicorn handlers wait for
+  its release (``lifespan``), and the graceful shutdown releases the children and ends the worker
+  monitor before stopping them (``_perform_graceful_shutdown``).
 * :func:`inject_context` replaces the batched loop's ``_inject_context``, which ran
   ``inspect.signature`` on every hook call (2 per request and 3 per batch, ~10 us each) only to
   learn whether the hook takes a ``context`` argument; here that answer is cached per function.
@@ -41,6 +44,8 @@ import logging
 import os
 import pickle
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -54,6 +59,8 @@ from litserve.transport.base import MessageTransport
 from litserve.transport.factory import TransportConfig
 from litserve.transport.zmq_transport import ZMQTransport
 from litserve.utils import LitAPIStatus, LoopResponseType, WorkerSetupStatus
+
+from serve.processes import defer_handlers_to_main, defer_to_main, release_children, signals_held
 
 LITSERVE_VERSION_READ = "0.2.19"
 log = logging.getLogger(__name__)
@@ -199,8 +206,18 @@ class LitServer(ls.LitServer):
     """``litserve.LitServer`` whose ``fast_queue=True`` takes effect and shuts down (module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        given = kwargs.get("callbacks") or []
+        kwargs["callbacks"] = [*(given if isinstance(given, list) else [given]), _WorkerSignals()]
         super().__init__(*args, **kwargs)
         self.transport_config = TransportConfig(transport_type="zmq" if self.use_zmq else "mp")
+
+    def launch_inference_worker(self, lit_api: ls.LitAPI) -> list:
+        with signals_held():  # until the worker's own handlers are in place (_WorkerSignals)
+            return super().launch_inference_worker(lit_api)
+
+    def launch_single_inference_worker(self, lit_api: ls.LitAPI, worker_id: int) -> Any:
+        with signals_held():
+            return super().launch_single_inference_worker(lit_api, worker_id)
 
     def _init_manager(self, num_api_servers: int) -> Any:
         manager = super()._init_manager(num_api_servers)
@@ -211,6 +228,45 @@ class LitServer(ls.LitServer):
         for path, queue in list(self.litapi_request_queues.items()):
             self.litapi_request_queues[path] = BackgroundPutQueue(queue)
         return manager
+
+    @asynccontextmanager
+    async def lifespan(self, app: Any) -> AsyncIterator[None]:
+        # In an API server, where uvicorn has just replaced the signal handlers with its own
+        # graceful exit: the main process orders it (serve.processes), not the group's signal.
+        defer_handlers_to_main()
+        async with super().lifespan(app):
+            yield
+
+    def _perform_graceful_shutdown(self, *args: Any, **kwargs: Any) -> None:
+        release_children()  # the terminate() calls that follow must take effect
+        _stop_monitor(self)
+        super()._perform_graceful_shutdown(*args, **kwargs)
+
+
+class _WorkerSignals(ls.Callback):
+    """In an inference worker, before ``setup()``: SIGINT and SIGTERM wait for the main process's
+    order (:func:`serve.processes.defer_to_main`)."""
+
+    def on_before_setup(self, *args: Any, **kwargs: Any) -> None:
+        defer_to_main()
+
+
+def _stop_monitor(server: ls.LitServer) -> None:
+    """End LitServe's worker monitor before the workers and the Manager go.
+
+    The monitor reads the Manager's shutdown event every ``monitor_internal`` (2) seconds: woken
+    after the Manager is shut down, it fails on it (a traceback); woken after a worker's
+    ``terminate()``, it restarts that worker, which nothing stops. It looks the event up on the
+    server each round, so a local event already set ends it without a Manager call.
+    """
+    monitors = [t for t in threading.enumerate() if t.name == "litserve-monitoring"]
+    if not monitors or threading.current_thread() in monitors:
+        return
+    ended = threading.Event()
+    ended.set()
+    server._shutdown_event = ended
+    for monitor in monitors:
+        monitor.join(server.monitor_internal + 5)
 
 
 def shutdown_event(server: ls.LitServer) -> Any | None:

@@ -27,6 +27,7 @@ from serve.ingest.log import LogError
 from serve.ingest.metrics import IngestGauges, IngestMetrics
 from serve.ingest.routes import add_routes
 from serve.ingest.service import IngestService
+from serve.processes import release_children, signals_held
 
 log = logging.getLogger("relserve.ingest")
 
@@ -111,9 +112,11 @@ class BackgroundProcess:
         self.process = mp.get_context("spawn").Process(
             target=serve_background, args=(self.config, str(self.artifacts), os.getpid()),
             name="relserve-background", daemon=True)
-        self.process.start()
+        with signals_held():  # until serve_background's own handlers are in place
+            self.process.start()
 
     def stop(self) -> None:
         if self.process is not None and self.process.is_alive():
+            release_children()  # it ignores SIGTERM until released (serve.processes)
             self.process.terminate()
             self.process.join(5)
