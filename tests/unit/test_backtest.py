@@ -78,6 +78,7 @@ def test_bad_arguments_fail_in_one_line(tmp_path: Path, tiny_csv_dir: Path,
     data, out = str(tiny_csv_dir), str(tmp_path / "out")
     assert "unknown task churm" in error_line(["--data", data, "--out", out, "--tasks", "churm"], capsys)
     assert "--weeks" in error_line(["--data", data, "--out", out, "--weeks", "0"], capsys)
+    assert "--jobs" in error_line(["--data", data, "--out", out, "--jobs", "0"], capsys)
     shifted = ["--data", data, "--out", out, "--fit-args", "--test-weeks-back 2"]
     assert "--test-weeks-back" in error_line(shifted, capsys)
     assert "no such directory" in error_line(["--data", str(tmp_path / "nope"), "--out", out], capsys)
@@ -89,7 +90,8 @@ def test_two_weeks_of_churn_on_tiny_data_end_to_end(tmp_path: Path, tiny_csv_dir
     # tiny data: 14 training weeks before the last week's validation week, 13 before the next, 12 ...
     out = tmp_path / "backtest"
     done = subprocess.run([sys.executable, "-m", "training.bench.backtest", "--data", str(tiny_csv_dir),
-                           "--weeks", "3", "--min-train-weeks", "13", "--tasks", "churn", "--out", str(out),
+                           "--weeks", "3", "--min-train-weeks", "13", "--tasks", "churn", "--jobs", "2",
+                           "--out", str(out),
                            "--", *TINY_FIT], cwd=REPO, capture_output=True, text=True, timeout=600,
                           check=False)
     assert done.returncode == 0, done.stderr + done.stdout

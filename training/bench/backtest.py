@@ -8,8 +8,9 @@ A rolling-origin backtest: for each of the last ``--weeks`` full weeks of a data
 week, keeps the epoch with the best validation score and scores the test week next to every
 baseline (LightGBM and the rules are refitted for each week the same way). Fewer weeks are run when
 the data is too short for one (at least ``--min-train-weeks`` training cutoffs before the validation
-week). Each run is a fresh process (:mod:`training.bench.seed_runs`); the runs of a dataset share
-one graph snapshot, built by the first. Prints one line per run with an estimate of what is left,
+week). Each run is a fresh process (:mod:`training.bench.seed_runs`), ``--jobs`` weeks at a time;
+the runs of a dataset share one graph snapshot (hard links), built first. Prints one line per run
+with an estimate of what is left,
 keeps every run's record in ``OUT/backtest.json`` (rewritten after each run) and ends with a table
 per task (:mod:`training.bench.backtest_stats`): every week's score, the mean ± std over weeks, the
 weeks the model won against each baseline and, for churn, the ECE and Brier score of all test weeks
@@ -27,11 +28,13 @@ import shlex
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 from models.cli import OneLineErrors
 from models.registry import TASKS
+from models.runtime.bundle import SNAPSHOT_DIR
 from training.bench.backtest_stats import report, summarize
 from training.bench.seed_runs import FitRun, reserved_option, run_fit
 from training.bench.seeds import check_data, check_fit_args, progress_line, run_names
@@ -56,6 +59,9 @@ def parse_args(argv: list[str]) -> tuple[Any, tuple[str, ...]]:
                         "(default: all, one training.fit --task all per week)")
     parser.add_argument("--min-train-weeks", type=int, default=4,
                         help="skip the weeks with fewer weekly training cutoffs before them (default: 4)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="weeks trained at the same time, each in its own process (default: 1; with "
+                             "-- --threads 1, as many as cores)")
     parser.add_argument("--seed", type=int, default=0, help="training.fit --seed (default: 0)")
     parser.add_argument("--out", type=Path, default=Path("out/backtest"),
                         help=f"where {RESULTS_FILE}, the logs and the runs' artifacts go "
@@ -76,8 +82,8 @@ def parse_args(argv: list[str]) -> tuple[Any, tuple[str, ...]]:
     unknown = [t for t in args.task_list if t not in TASKS]
     if unknown or not args.task_list:
         parser.error(f"--tasks: unknown task {', '.join(unknown) or '(none)'}; use {', '.join(TASKS)} or all")
-    if args.weeks < 1 or args.min_train_weeks < 1 or not 0 <= args.seed < 2**32:
-        parser.error("--weeks and --min-train-weeks must be at least 1, --seed within 0..2**32-1")
+    if min(args.weeks, args.min_train_weeks, args.jobs) < 1 or not 0 <= args.seed < 2**32:
+        parser.error("--weeks, --min-train-weeks and --jobs must be at least 1, --seed within 0..2**32-1")
     if len(set(map(os.path.abspath, args.data))) < len(args.data):
         parser.error("--data: the same directory is given twice")
     reserved = reserved_option(fit_args)
@@ -101,7 +107,7 @@ def parse_args(argv: list[str]) -> tuple[Any, tuple[str, ...]]:
 def weeks_available(snapshot: Path, weeks: int, min_train_weeks: int) -> int:
     """How many of the last ``weeks`` test weeks of the snapshot's data have at least
     ``min_train_weeks`` training cutoffs before their validation week."""
-    from models.store.snapshot_files import META_FILE  # imports torch: only after the first run
+    from models.store.snapshot_files import META_FILE  # imports torch: only once the arguments are valid
 
     meta = json.loads((snapshot / META_FILE).read_text())
     count = 0
@@ -116,12 +122,36 @@ def weeks_available(snapshot: Path, weeks: int, min_train_weeks: int) -> int:
     return count
 
 
-def runs_of_week(args: Any, fit_args: tuple[str, ...], data: Path, name: str, back: int) -> list[FitRun]:
-    """The ``training.fit`` runs of one test week: one ``--task all``, or one per task of ``--tasks``."""
+def shared_snapshot(data: Path, base: Path) -> Path | str:
+    """``base/snapshot``, built from ``data`` once for every week (as ``training.fit`` builds it),
+    or why it cannot be."""
+    from training.fit.config import FitError  # imports torch: only once the arguments are valid
+    from training.fit.data import prepare_snapshot
+
+    try:
+        prepare_snapshot(data, base, progress=False)
+    except FitError as exc:
+        return str(exc)
+    return base / SNAPSHOT_DIR
+
+
+def week_runs(args: Any, fit_args: tuple[str, ...], data: Path, name: str, back: int) -> list[FitRun]:
+    """The ``training.fit`` runs of one test week (one ``--task all``, or one per task of ``--tasks``),
+    in ``runs/<name>/back<W>/`` beside a hard-linked copy of the shared snapshot."""
+    base = args.out / "runs" / name
+    out = base / f"back{back}"
+    if not (out / SNAPSHOT_DIR).exists():
+        shutil.copytree(base / SNAPSHOT_DIR, out / SNAPSHOT_DIR, copy_function=os.link)
     shifted = (*fit_args, SHIFT_OPTION, str(back))
     tasks = ("all",) if set(args.task_list) == set(TASKS) else args.task_list
-    return [FitRun(str(data), data, args.seed, args.out / "runs" / name,
-                   args.out / "logs" / f"{name}-back{back}-{task}.log", shifted, task) for task in tasks]
+    return [FitRun(str(data), data, args.seed, out, args.out / "logs" / f"{name}-back{back}-{task}.log",
+                   shifted, task) for task in tasks]
+
+
+def run_week(runs: list[FitRun], back: int) -> list[dict[str, Any]]:
+    """Run one week's runs one after the other; their records, tagged with ``weeks_back``."""
+    return [{**run_fit(run, keep_artifacts=True, reuse_snapshot=True), "weeks_back": back, "task": run.task}
+            for run in runs]
 
 
 def write_results(path: Path, header: dict[str, Any], runs: list[dict[str, Any]]) -> None:
@@ -162,35 +192,39 @@ def main(argv: list[str] | None = None) -> int:
 
 def backtest_dataset(args: Any, fit_args: tuple[str, ...], data: Path, name: str, header: dict[str, Any],
                      earlier: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every week's runs of one dataset, newest week first; returns their records (``earlier``: the
-    other datasets' records, rewritten with these to the results file after each run)."""
+    """Every week's runs of one dataset, ``--jobs`` weeks at a time; returns their records
+    (``earlier``: the other datasets' records, rewritten with these to the results file after each week)."""
+    started = time.perf_counter()
+    snapshot = shared_snapshot(data, args.out / "runs" / name)
+    if isinstance(snapshot, str):
+        print(f"{data}: cannot build its snapshot ({snapshot}); skipped", flush=True)
+        return [{"dataset": str(data), "data": str(data), "ok": False, "weeks_back": 0, "task": "all",
+                 "error": snapshot, "tasks": {}}]
+    weeks = weeks_available(snapshot, args.weeks, args.min_train_weeks)
+    if weeks < args.weeks:
+        print(f"{data}: {weeks} test weeks have at least {args.min_train_weeks} training weeks before "
+              f"them; running {weeks}", flush=True)
     runs: list[dict[str, Any]] = []
-    weeks, back, started = args.weeks, 0, time.perf_counter()
-    snapshot = args.out / "runs" / name / "snapshot"
-    while back < weeks:
-        for run in runs_of_week(args, fit_args, data, name, back):
-            record = run_fit(run, keep_artifacts=True, reuse_snapshot=True)
-            runs.append({**record, "weeks_back": back, "task": run.task})
+    with ThreadPoolExecutor(max(1, min(args.jobs, weeks))) as pool:
+        pending = [pool.submit(run_week, week_runs(args, fit_args, data, name, back), back)
+                   for back in range(weeks)]
+        for done, future in enumerate(as_completed(pending), 1):
+            records = future.result()
+            runs = sorted([*runs, *records], key=lambda run: run["weeks_back"])  # newest week first
             write_results(args.out / RESULTS_FILE, header, [*earlier, *runs])
-            week = next((doc["training"].get("test_week_start") for doc in record["tasks"].values()), None)
-            line = progress_line(back + 1, weeks, record)
-            print(line.replace(f" seed {args.seed}:", f" test week {week or '?'} ({back} back), {run.task}:"),
-                  flush=True)
-        if back == 0 and snapshot.is_dir():
-            weeks = weeks_available(snapshot, args.weeks, args.min_train_weeks)
-            if weeks < args.weeks:
-                print(f"{data}: {weeks} test weeks have at least {args.min_train_weeks} training weeks "
-                      f"before them; running {weeks}", flush=True)
-        back += 1
-        elapsed = time.perf_counter() - started
-        print(f"  {data}: {elapsed / 60:.1f} min so far, ~{elapsed / back * max(weeks - back, 0) / 60:.1f} "
-              "min left", flush=True)
+            for record in records:
+                week = next((doc["training"].get("test_week_start") for doc in record["tasks"].values()), "?")
+                line = progress_line(done, weeks, record)
+                print(line.replace(f" seed {args.seed}:", f" test week {week} ({record['weeks_back']} back), "
+                                   f"{record['task']}:"), flush=True)
+            elapsed = time.perf_counter() - started
+            print(f"  {data}: {elapsed / 60:.1f} min so far, ~{elapsed / done * (weeks - done) / 60:.1f} min "
+                  "left", flush=True)
     if not args.keep_artifacts:
         shutil.rmtree(args.out / "runs" / name, ignore_errors=True)
         with contextlib.suppress(OSError):  # once the last dataset's snapshot is gone
             (args.out / "runs").rmdir()
     return runs
-
 
 if __name__ == "__main__":
     sys.exit(main())
