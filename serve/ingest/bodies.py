@@ -7,6 +7,8 @@
   text, an empty value is missing).
 
 Anything else is a 415; a body that does not parse is a 422 saying where.
+
+The JSON body's shape, as the OpenAPI description states it, is in :mod:`serve.ingest.body_schema`.
 """
 
 from __future__ import annotations
@@ -103,3 +105,4 @@ def _csv_rows(text: str) -> list[dict[str, str]]:
         return rows
     except csv.Error as e:
         raise _refuse(f"not valid CSV ({e})") from None
+

@@ -23,11 +23,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from models.store.records import KINDS
+from models.store.snapshot import GraphSnapshot
 from serve.ingest import progress
 from serve.ingest.bodies import parse_body
+from serve.ingest.body_schema import body_models, openapi_body
 from serve.ingest.log import LogError
 from serve.ingest.problems import BatchRejected, Problem
-from serve.ingest.service import IngestService
+from serve.ingest.service import IngestService, node_columns
 
 KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -68,10 +70,11 @@ def _refused(exc: BatchRejected) -> JSONResponse:
 
 def add_routes(app: FastAPI, service: IngestService, draining: Callable[[], bool]) -> None:
     """Register the routes on ``app`` (in the main process, before the API servers fork)."""
+    bodies = body_models(node_columns(GraphSnapshot.open(service.snapshot_dir)), service.config.max_rows)
     for kind in KINDS:
         app.add_api_route(f"/ingest/{kind}", _endpoint(kind, service, draining), methods=["POST"],
                           response_model=IngestAnswer, responses=ERRORS, summary=f"Ingest {kind}",
-                          description=__doc__.split("\n\n", 1)[1])
+                          description=__doc__.split("\n\n", 1)[1], openapi_extra=openapi_body(bodies[kind]))
 
     async def status() -> dict[str, Any]:
         reports = progress.read_all(service.config.state_dir)
