@@ -105,13 +105,24 @@ def choose_layout(cores: int, tasks: int, accelerator: str, workers_per_task: in
     return Layout(workers, api_servers or auto.api_servers, threads, auto.why)
 
 
-def _quota_cores(cgroup_root: Path) -> int | None:
-    """Cores a CPU quota allows (cgroup v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us``); ``None``: no quota."""
+def _own_cgroup() -> str:
+    """This process's cgroup v2 path (``0::/system.slice/x.service`` -> ``system.slice/x.service``)."""
     try:
-        quota, period = (cgroup_root / "cpu.max").read_text().split()[:2]
-        return None if quota == "max" else max(1, math.ceil(int(quota) / int(period)))
-    except (OSError, ValueError):
-        pass
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return ""
+    return next((line[3:].strip("/") for line in lines if line.startswith("0::")), "")
+
+
+def _quota_cores(cgroup_root: Path) -> int | None:
+    """Cores a CPU quota allows (cgroup v2 ``cpu.max`` of this process's cgroup or the root, else v1
+    ``cpu.cfs_quota_us``); ``None``: no quota."""
+    for directory in dict.fromkeys((cgroup_root / _own_cgroup(), cgroup_root)):
+        try:
+            quota, period = (directory / "cpu.max").read_text().split()[:2]
+            return None if quota == "max" else max(1, math.ceil(int(quota) / int(period)))
+        except (OSError, ValueError):
+            continue
     try:
         quota = int((cgroup_root / "cpu" / "cpu.cfs_quota_us").read_text())
         period = int((cgroup_root / "cpu" / "cpu.cfs_period_us").read_text())
