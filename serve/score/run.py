@@ -8,6 +8,7 @@ file appears under its name only once complete (:func:`models.files.atomic_open`
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from models.files import atomic_open
 from models.progress import progress_bar
 from models.registry import TASKS
 from models.runtime.inference import InferenceResult, TaskInference
+from serve.config import available_cores
 from serve.score import FORMATS
 from serve.score.tables import TableBuilder
 
@@ -50,15 +52,24 @@ class ScoreReport:
         return self.rows / self.seconds if self.seconds > 0 else 0.0
 
 
-def batches(inference: TaskInference, batch_size: int,
-            limit: int | None = None) -> Iterator[tuple[torch.Tensor, InferenceResult]]:
+def prepare_threads_for(device: torch.device | str) -> int:
+    """Threads sampling ahead of the model: one on CPU (the forward uses every core), and on CUDA
+    enough to keep the GPU fed (sampling and gathering are the whole cost there; torch ops release
+    the GIL), leaving a core for the thread that launches the forward."""
+    if torch.device(device).type != "cuda":
+        return 1
+    return max(1, min(8, available_cores() - 1))
+
+
+def batches(inference: TaskInference, batch_size: int, limit: int | None = None,
+            prepare_threads: int = 1) -> Iterator[tuple[torch.Tensor, InferenceResult]]:
     """``(entity, result)`` for consecutive ``(batch_size,)`` slices of every entity index (or the
     first ``limit``), in order (the last slice may be shorter); the seed time is the snapshot's end,
     as the server's.
 
-    The next batch is sampled in a second thread while the model runs this one: sampling is
-    torch ops that release the GIL, and the compiled kernels run single-threaded, so on two
-    cores both stages overlap. The first batch runs alone: it builds the snapshot's lazy caches.
+    The next ``prepare_threads`` batches are sampled in other threads while the model runs this
+    one: sampling is torch ops that release the GIL, so the stages overlap. The first batch runs
+    alone: it builds the snapshot's lazy caches.
     """
     total = inference.snapshot.num_nodes[inference.entity_type]
     total = total if limit is None else min(total, limit)
@@ -68,11 +79,12 @@ def batches(inference: TaskInference, batch_size: int,
     if not slices:
         return
     yield slices[0], inference.run(slices[0], k=k)
-    with ThreadPoolExecutor(1, thread_name_prefix="score-sample") as pool:
-        pending = pool.submit(inference.prepare, slices[1]) if len(slices) > 1 else None
-        for i, entity in enumerate(slices[1:], start=2):
-            inputs = pending.result()
-            pending = pool.submit(inference.prepare, slices[i]) if i < len(slices) else None
+    with ThreadPoolExecutor(prepare_threads, thread_name_prefix="score-sample") as pool:
+        pending = deque(pool.submit(inference.prepare, entity) for entity in slices[1:1 + prepare_threads])
+        for i, entity in enumerate(slices[1:], start=1):
+            inputs = pending.popleft().result()
+            if i + prepare_threads < len(slices):
+                pending.append(pool.submit(inference.prepare, slices[i + prepare_threads]))
             yield entity, inference.run(entity, k=k, inputs=inputs)
 
 
@@ -105,7 +117,7 @@ class _Sink:
 
 
 def score_to_file(inference: TaskInference, path: Path, fmt: str = "csv", batch_size: int = 1024,
-                  progress: bool = True) -> ScoreReport:
+                  progress: bool = True, prepare_threads: int | None = None) -> ScoreReport:
     """Write every entity's prediction of ``inference``'s task to ``path`` (replaced atomically).
 
     Args:
@@ -114,6 +126,7 @@ def score_to_file(inference: TaskInference, path: Path, fmt: str = "csv", batch_
         fmt: ``"csv"`` or ``"parquet"``.
         batch_size: entities per :meth:`TaskInference.run`.
         progress: a tqdm bar on stderr (only when it is a terminal).
+        prepare_threads: threads sampling ahead (``None``: :func:`prepare_threads_for` the device).
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; use one of {FORMATS}")
@@ -124,7 +137,8 @@ def score_to_file(inference: TaskInference, path: Path, fmt: str = "csv", batch_
     with atomic_open(path) as file, progress_bar(total=total, desc=inference.task, unit=unit, unit_scale=True,
                                                  enabled=progress, smoothing=0.1) as bar:
         sink = _Sink(file, builder.schema, fmt, quote=fmt == "csv" and builder.needs_quotes)
-        for entity, result in batches(inference, batch_size):
+        threads = prepare_threads or prepare_threads_for(inference.device)
+        for entity, result in batches(inference, batch_size, prepare_threads=threads):
             sink.write(builder(entity, result))
             rows, padding, runs = rows + len(entity), padding + result.padding_ratio, runs + 1
             bar.update(len(entity))

@@ -138,3 +138,20 @@ def test_compiled_parquet_scores_equal_the_http_answers(artifacts, server, score
     for i, answer in zip(ids, answers, strict=True):
         assert_same_ranking(compiled[i].split(" "), answer["articles"])
     assert not list(tmp_path.glob(".*.tmp"))  # the atomic write left no temporary file
+
+
+@pytest.mark.parametrize("task", ["churn", "purchase"])
+def test_sampling_ahead_in_several_threads_keeps_rows_and_order(artifacts: Path, snapshot, task: str) -> None:
+    from models.runtime.inference import TaskInference
+    from serve.score.run import batches
+
+    inference = TaskInference.from_bundle(artifacts / task, snapshot, compile="none")
+    one = list(batches(inference, 64, limit=300, prepare_threads=1))
+    four = list(batches(inference, 64, limit=300, prepare_threads=4))
+    assert [len(entity) for entity, _ in four] == [64, 64, 64, 64, 44]
+    for (entity_a, a), (entity_b, b) in zip(one, four, strict=True):
+        assert entity_a.tolist() == entity_b.tolist()
+        if task == "purchase":
+            assert a.articles.tolist() == b.articles.tolist()
+        else:
+            assert a.values.tolist() == b.values.tolist()
