@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from models.schema import ARTICLE, CUSTOMER, day_number, day_to_date
+from models.store.log.resp import RedisAddress, RedisClient
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import free_port
-from serve.ingest.resp import RedisAddress, RedisClient
 
 CUT = "2020-09-15"  # tiny_csv_dir ends on 2020-09-22: D + 7
 WRITE_KEY = "test-write-key"

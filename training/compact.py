@@ -2,11 +2,12 @@
 
 Opens the snapshot being served (the state directory's current version, else ``A/snapshot``),
 applies every batch of the log after the sequence it holds (the same
-:class:`models.store.live.LiveGraph` a worker builds), writes the result as a new version in
-``S/snapshots/``, switches ``S/snapshots/current`` to it atomically and removes versions no live
-process holds (:mod:`models.store.versions`). Workers move to the new version on their own; the log
-is left whole (batches up to the version's sequence are no longer needed once every worker has
-moved, see docs/fresh-graph.md).
+:class:`models.store.live.LiveGraph` a worker builds, replayed as a worker replays it, a batch the
+graph refuses stepped over with a warning: :mod:`models.store.log.replay`), writes the result as a
+new version in ``S/snapshots/``, switches ``S/snapshots/current`` to it atomically and removes
+versions no live process holds (:mod:`models.store.versions`). Workers move to the new version
+on their own; the log is left whole (batches up to the version's sequence are no longer needed
+once every worker has moved, see docs/fresh-graph.md).
 """
 
 from __future__ import annotations
@@ -28,26 +29,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="the log: wal (S/wal, the default) or redis://host:port[/db][?stream=NAME]")
     args = parser.parse_args(argv)
 
+    from models.store.log.format import LogError
+    from models.store.log.replay import replayed_graph
     from models.store.snapshot import SnapshotError
     from models.store.versions import compact
-    from serve.ingest.log import LogError
-    from serve.ingest.replay import replayed_graph
 
     started = time.perf_counter()
     try:
-        with replayed_graph(args.artifacts, args.state_dir, args.ingest_log) as graph:
+        replayed = replayed_graph(args.artifacts, args.state_dir, args.ingest_log, who=parser.prog)
+        with replayed as (graph, done):
+            for sequence, why in done.skipped.items():
+                print(f"{parser.prog}: warning: skipped log batch {sequence}, as every worker does: {why}",
+                      file=sys.stderr)
             base = graph.base
             if graph.sequence == base.sequence:
                 print(f"{base.directory}: holds the whole log (sequence {base.sequence}); nothing to compact")
                 return 0
             folded = graph.delta_edges
-            done = compact(graph.view(), args.state_dir)
+            compacted = compact(graph.view(), args.state_dir)
     except (SnapshotError, LogError, ValueError) as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
-    removed = f"; removed {len(done.removed)} unused version(s)" if done.removed else ""
-    print(f"{done.directory}: log sequence {done.sequence} ({folded:,} transactions folded into "
+    removed = f"; removed {len(compacted.removed)} unused version(s)" if compacted.removed else ""
+    print(f"{compacted.directory}: log sequence {compacted.sequence} ({folded:,} transactions folded into "
           f"{base.num_transactions:,}) in {time.perf_counter() - started:.1f}s, written in "
-          f"{done.seconds:.1f}s; now current{removed}")
+          f"{compacted.seconds:.1f}s; now current{removed}")
     return 0
 
 

@@ -15,8 +15,8 @@ import os
 import time
 from pathlib import Path
 
-from models.store.live import BatchError, LiveGraph
-from models.store.versions import Compaction, compact, open_current
+from models.store.log.replay import replayed_graph
+from models.store.versions import Compaction, compact
 from serve.ingest.config import IngestConfig
 from serve.ingest.file_drop import FileDrop
 from serve.ingest.metrics import IngestMetrics
@@ -28,22 +28,8 @@ log = logging.getLogger("relserve.ingest")
 
 def compact_once(config: IngestConfig, artifacts: Path) -> Compaction | None:
     """Fold the log into a new current snapshot version; ``None`` when the current one holds it all."""
-    base, lease = open_current(artifacts, config.state_dir)
-    try:
-        graph = LiveGraph(base)
-        ingest_log = config.open_log()
-        try:
-            while batches := ingest_log.read(graph.sequence):
-                try:
-                    graph.apply_many(batches)
-                except BatchError:
-                    graph.skip(graph.sequence + 1)  # as every worker does (serve.ingest.follower)
-        finally:
-            ingest_log.close()
-        return None if graph.sequence == base.sequence else compact(graph.view(), config.state_dir)
-    finally:
-        if lease is not None:
-            lease.release()
+    with replayed_graph(artifacts, config.state_dir, config.log, who="compaction") as (graph, _):
+        return None if graph.sequence == graph.base.sequence else compact(graph.view(), config.state_dir)
 
 
 def serve_background(config: IngestConfig, artifacts: str, parent_pid: int) -> None:

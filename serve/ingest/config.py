@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from serve.ingest.log import Log
+    from models.store.log.format import Log
 
-WAL = "wal"
+WAL = "wal"  # as models.store.log.WAL, which imports numpy: not here (see above)
 CLOCKS = ("data", "wall")
-WAL_DIR = "wal"
 # The defaults of the settings the followers (serve.ingest.follower, serve.ingest.pacing) take too.
 DEFAULT_POLL_S = 0.05
 DEFAULT_FOLLOW_SHARE = 1.0  # no pause: the lowest lag; measured throughput no worse (BENCHMARKS.md)
@@ -93,13 +92,9 @@ class IngestConfig:
 
     def open_log(self) -> Log:
         """A fresh connection to the log (one per process: never share one across a fork)."""
-        if self.log == WAL:
-            from serve.ingest.wal import WriteAheadLog
+        from models.store.log import open_log
 
-            return WriteAheadLog(self.state_dir / WAL_DIR)
-        from serve.ingest.redis_log import RedisLog
-
-        return RedisLog(self.log)
+        return open_log(self.log, self.state_dir)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

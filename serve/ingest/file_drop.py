@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from models.store.log.format import LogError
 from serve.ingest.bodies import parse_body
-from serve.ingest.log import LogError
 from serve.ingest.problems import BatchRejected, Problem
 from serve.ingest.writer import Ingestor
 

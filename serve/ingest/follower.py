@@ -25,9 +25,8 @@ while served), builds a live graph over it caught up with the log, and hands it 
 worker's :meth:`models.runtime.inference.TaskInference.use_graph`, which computes the new graph's
 article keys before swapping graph and keys in one assignment): no request waits or fails.
 
-A batch the graph refuses (it passed the write side's validation, so this is a bug, but one that
-would otherwise stall every worker forever) is logged and stepped over; every worker refuses the
-same batch, so all of them still serve the same graph.
+A batch the graph refuses is logged and stepped over, as every reader of the log does
+(:mod:`models.store.log.replay`), so all of them still serve the same graph.
 """
 
 from __future__ import annotations
@@ -38,11 +37,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from models.store.live import BatchError, LiveGraph, wall_clock
+from models.store.live import LiveGraph, wall_clock
+from models.store.log.format import Log, LogError
+from models.store.log.replay import replay
 from models.store.versions import Lease, current_snapshot_dir, open_current
 from serve.gil import FAST_SWITCHING
 from serve.ingest.config import DEFAULT_FOLLOW_SHARE, DEFAULT_KEY_SHARE, DEFAULT_POLL_S, IngestConfig
-from serve.ingest.log import Log, LogError, check_order
 from serve.ingest.metrics import FollowerMetrics
 from serve.ingest.pacing import Pacer, StepClock
 from serve.ingest.progress import ProgressFile
@@ -144,18 +144,7 @@ class Follower:
         return changed
 
     def _apply(self, graph: LiveGraph) -> list:
-        after = graph.sequence
-        batches = self.log.read(after)
-        if batches:
-            check_order(batches, after)
-            try:
-                graph.apply_many(batches)
-            except BatchError as e:
-                failed = graph.sequence + 1
-                log.error("worker %s: skipping log batch %d, which the graph cannot apply: %s",
-                          self.progress.task, failed, e)
-                graph.skip(failed)
-        return batches
+        return replay(self.log, graph, reads=1, who=f"worker {self.progress.task}").batches
 
     def _follow_version(self) -> bool:
         """Switch to the state directory's current snapshot version if it moved; whether it did."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from models.files import atomic_write
 from serve.processes import alive
 
-WORKERS_DIR = "workers"
+WORKERS_DIR = "workers"  # also a mark of a state directory (models.store.log.replay)
 
 
 @dataclass(frozen=True)

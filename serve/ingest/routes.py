@@ -22,12 +22,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from models.store.log.format import LogError
 from models.store.records import KINDS
 from models.store.snapshot import GraphSnapshot
 from serve.ingest import progress
 from serve.ingest.bodies import parse_body
 from serve.ingest.body_schema import body_models, openapi_body
-from serve.ingest.log import LogError
 from serve.ingest.problems import BatchRejected, Problem
 from serve.ingest.service import IngestService, node_columns
 

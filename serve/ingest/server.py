@@ -19,11 +19,11 @@ from fastapi import FastAPI
 from litserve.middlewares import MaxSizeMiddleware
 from starlette.middleware import Middleware
 
+from models.store.log.format import LogError
 from serve.ingest import progress
 from serve.ingest.auth import WRITE_KEY_ENV, CredentialError, Credentials
 from serve.ingest.config import WAL, IngestConfig
 from serve.ingest.limits import BodyLimit
-from serve.ingest.log import LogError
 from serve.ingest.metrics import IngestGauges, IngestMetrics
 from serve.ingest.routes import add_routes
 from serve.ingest.service import IngestService

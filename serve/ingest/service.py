@@ -61,7 +61,8 @@ class IngestService:
         return self._metrics
 
     def ingestor(self) -> Ingestor:
-        """This process's ingestor (raises :class:`serve.ingest.log.LogError` if the log cannot be opened)."""
+        """This process's ingestor (raises :class:`models.store.log.format.LogError` if the log cannot
+        be opened)."""
         self._check_process()
         with self._lock:
             if self._ingestor is None:

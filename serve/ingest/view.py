@@ -8,14 +8,16 @@ ingested node, and the snapshot's id arrays stay memory-mapped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from models.schema import ARTICLE, CUSTOMER
+from models.store.log.format import Log
+from models.store.log.replay import replay
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
-from serve.ingest.log import Log, check_order
 from serve.ingest.validation import ID_FIELDS, NODE_KINDS
 
 
@@ -65,15 +67,17 @@ class GraphView:
             self.keys[batch.key] = KeyRecord(batch.sequence, len(batch), batch.kind, batch.meta.get("digest"))
         self.sequence = batch.sequence
 
+    def apply_many(self, batches: Sequence[IngestBatch]) -> int:
+        for batch in batches:
+            self.apply(batch)
+        return len(batches)
+
+    def skip(self, sequence: int) -> None:
+        self.sequence = sequence
+
     def catch_up(self, log: Log) -> int:
         """Apply every batch the log holds past :attr:`sequence`; returns how many."""
-        applied = 0
         if self.sequence == 0:
             # A log pruned after a compaction starts later; its earlier batches are in the snapshot.
             self.sequence = max(0, log.oldest() - 1)
-        while batches := log.read(self.sequence):
-            check_order(batches, self.sequence)
-            for batch in batches:
-                self.apply(batch)
-            applied += len(batches)
-        return applied
+        return len(replay(log, self, who="write side").batches)

@@ -2,7 +2,7 @@
 
 :meth:`Ingestor.ingest` is called by the HTTP routes and the file drop. Under one lock per process
 it brings its :class:`serve.ingest.view.GraphView` up to date, answers a retried idempotency key from
-the log, validates, and compare-and-appends (:class:`serve.ingest.log.Log`). When another process or
+the log, validates, and compare-and-appends (:class:`models.store.log.format.Log`). When another process or
 replica appended in between, the append is refused and the batch is validated again against the
 newer graph, so two writers can never both create the same customer or both take one key.
 """
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from models.store.log.format import Log, LogConflict, LogError, numbered
 from models.store.records import IngestBatch
-from serve.ingest.log import Log, LogConflict, LogError, numbered
 from serve.ingest.metrics import IngestMetrics
 from serve.ingest.problems import BatchRejected, Problem
 from serve.ingest.validation import Validator

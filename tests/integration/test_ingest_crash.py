@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import requests
 
+from models.store.log.wal import WriteAheadLog, segment_name
+from models.store.log.wal_records import frame
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import ServerProcess
-from serve.ingest.wal import WriteAheadLog, segment_name
-from serve.ingest.wal_records import frame
 from tests.ingest_helpers import WRITE_KEY, transaction_rows
 from tests.integration.conftest import SERVER_ARGS
 from tests.integration.waits import wait_for

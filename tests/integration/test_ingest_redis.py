@@ -12,12 +12,12 @@ import pytest
 import requests
 
 from models.schema import CUSTOMER
+from models.store.log.format import LogConflict, LogError
+from models.store.log.redis_log import RedisLog
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import ServerProcess
 from serve.ingest.config import IngestConfig
-from serve.ingest.log import LogConflict, LogError
-from serve.ingest.redis_log import RedisLog
 from serve.ingest.service import open_ingestor
 from tests.ingest_helpers import WRITE_KEY, RedisServer, node_ids, transaction_rows
 from tests.integration.conftest import SERVER_ARGS

@@ -22,9 +22,9 @@ import pytest
 import requests
 
 from models.registry import TASKS
+from models.store.log.wal import WriteAheadLog
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import ServerProcess
-from serve.ingest.wal import WriteAheadLog
 from tests.ingest_helpers import WRITE_KEY, node_ids, transaction_rows
 from tests.integration.waits import metric, wait_for
 

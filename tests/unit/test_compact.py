@@ -89,7 +89,7 @@ def test_versions_switch_atomically_and_go_when_unused(graphs, tmp_path: Path) -
 
 
 def test_the_compact_command_folds_the_write_ahead_log(graphs, tmp_path: Path, capsys) -> None:  # noqa: F811
-    from serve.ingest.wal import WriteAheadLog
+    from models.store.log.wal import WriteAheadLog
     from training.compact import main
 
     live, _ = graphs

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from models.store.log import WAL_DIR
+from models.store.log.wal import WriteAheadLog
 from models.store.snapshot import GraphSnapshot
-from serve.ingest.config import WAL_DIR
-from serve.ingest.wal import WriteAheadLog
 from tests.ingest_helpers import CUT, transaction_batches
 from training.fit.run import main as fit
 from training.snapshot import main as build_snapshot

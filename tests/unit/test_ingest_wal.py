@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from models.store.log.format import LogConflict, LogError
+from models.store.log.wal import WriteAheadLog, segment_name
+from models.store.log.wal_records import HEADER, frame, parse
 from models.store.records import IngestBatch
-from serve.ingest.log import LogConflict, LogError
-from serve.ingest.wal import WriteAheadLog, segment_name
-from serve.ingest.wal_records import HEADER, frame, parse
 
 
 def batch(i: int, key: str | None = None) -> IngestBatch:

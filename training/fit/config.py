@@ -15,7 +15,7 @@ from models.graph.sampler import SamplerConfig
 from models.nn.config import ModelConfig
 from models.registry import derived
 from models.runtime.compile import STRATEGIES
-from serve.ingest.replay import is_state_dir
+from models.store.log.replay import is_state_dir
 from training.tasks.definitions import TASKS
 
 ALL_TASKS = "all"

@@ -8,7 +8,7 @@ it). A ``source.json`` beside the arrays records the size and sha256 of the file
 other data is refused instead of silently reused.
 
 With a server's state directory as ``--data`` (the retrain loop), the snapshot is that server's
-live graph: its current snapshot version plus every batch of its log (:mod:`serve.ingest.replay`),
+live graph: its current snapshot version plus every batch of its log (:mod:`models.store.log.replay`),
 written to a temporary directory for the run and removed after it; ``<out>/snapshot`` and the state
 directory are only read.
 """
@@ -23,10 +23,10 @@ from pathlib import Path
 
 from models.runtime.bundle import SNAPSHOT_DIR
 from models.store.compact import materialize
+from models.store.log.format import LogError
+from models.store.log.replay import replayed_graph
 from models.store.snapshot import GraphSnapshot, SnapshotError
 from models.store.tables import Transactions
-from serve.ingest.log import LogError
-from serve.ingest.replay import replayed_graph
 from training.data.load import DataError, load_tables
 from training.data.spec import DatasetSpec
 from training.fit import distributed
@@ -103,7 +103,7 @@ def served_graph(state_dir: Path, artifacts: Path, ingest_log: str, work: Path) 
         FitError: the artifacts hold no snapshot, or the log cannot be read or applied.
     """
     try:
-        with replayed_graph(artifacts, state_dir, ingest_log) as graph:
+        with replayed_graph(artifacts, state_dir, ingest_log, who="training.fit") as (graph, _):
             return materialize(graph.view(), work / SNAPSHOT_DIR)
     except (SnapshotError, LogError, ValueError) as exc:
         raise FitError(f"--data {state_dir} is a server's state directory and --out {artifacts} must be the "

@@ -2,7 +2,7 @@
 
 One stream holds the batches, entry id ``<sequence>-0``, field ``b`` the batch as JSON; a counter
 beside it holds the last sequence. Appending is one Lua script, so the compare-and-append of
-:class:`serve.ingest.log.Log` is atomic across every writer of every replica: each replica's API
+:class:`models.store.log.format.Log` is atomic across every writer of every replica: each replica's API
 servers validate against the same ordered log and each replica's workers apply the same batches in
 the same order, so replicas started from the same snapshot answer alike.
 
@@ -15,9 +15,9 @@ otherwise).
 
 from __future__ import annotations
 
+from models.store.log.format import READ_LIMIT, LogConflict, LogError, decode_batch, encode_batch, numbered
+from models.store.log.resp import RedisAddress, RedisClient, RespError
 from models.store.records import IngestBatch
-from serve.ingest.log import READ_LIMIT, LogConflict, LogError, decode_batch, encode_batch, numbered
-from serve.ingest.resp import RedisAddress, RedisClient, RespError
 
 # KEYS: stream, counter. ARGV: expected last sequence, payload. Returns {1, sequence} or {0, last}.
 APPEND_SCRIPT = """
@@ -31,7 +31,7 @@ return {1, sequence}
 
 
 class RedisLog:
-    """A :class:`serve.ingest.log.Log` on the stream of ``address`` (see the module docstring).
+    """A :class:`models.store.log.format.Log` on the stream of ``address`` (see the module docstring).
 
     Raises:
         LogError: from any method, when Redis cannot be reached or answers an error.

@@ -1,7 +1,7 @@
 """The local write-ahead log: append-only segment files in ``STATE_DIR/wal/``, fsynced before the ack.
 
 Each record is a header with its length, sequence and CRC-32, then the batch as JSON
-(:mod:`serve.ingest.wal_records`, :func:`serve.ingest.log.encode_batch`). A segment file is
+(:mod:`models.store.log.wal_records`, :func:`models.store.log.format.encode_batch`). A segment file is
 named by the sequence of its first record; a new one starts once the current one passes
 ``segment_bytes``, and whole segments below a compacted snapshot can be removed (:meth:`prune`).
 
@@ -29,9 +29,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from models.files import fsync_path
+from models.store.log.format import READ_LIMIT, LogConflict, LogError, decode_batch, encode_batch, numbered
+from models.store.log.wal_records import frame, parse, valid_record_after
 from models.store.records import IngestBatch
-from serve.ingest.log import READ_LIMIT, LogConflict, LogError, decode_batch, encode_batch, numbered
-from serve.ingest.wal_records import frame, parse, valid_record_after
 
 log = logging.getLogger("relserve.ingest")
 
@@ -45,7 +45,7 @@ def segment_name(first: int) -> str:
 
 
 class WriteAheadLog:
-    """A :class:`serve.ingest.log.Log` in ``directory`` (see the module docstring).
+    """A :class:`models.store.log.format.Log` in ``directory`` (see the module docstring).
 
     Args:
         directory: the log's directory (created if missing).

@@ -1,6 +1,6 @@
 """A minimal synchronous Redis client (RESP2 over one TCP connection), enough for the stream log.
 
-The project talks to Redis for one thing, the ingestion log (:mod:`serve.ingest.redis_log`), with a
+The project talks to Redis for one thing, the ingestion log (:mod:`models.store.log.redis_log`), with a
 handful of commands; this keeps the serving install free of a client library. A connection is used
 by one thread at a time (a lock guards it) and is re-opened once after a broken one.
 """
