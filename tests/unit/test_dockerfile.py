@@ -64,6 +64,19 @@ def pip_installs(commands: list[list[str]]) -> list[tuple[list[str], dict[str, s
     return installs
 
 
+def project_extras(requirement: str) -> set[str] | None:
+    """The extras of a requirement that installs this project (``.``, ``.[redis]``); ``None``
+    for any other requirement."""
+    match = re.fullmatch(r"\.(?:\[([\w,\s-]*)\])?", requirement)
+    if match is None:
+        return None
+    return {e.strip() for e in (match.group(1) or "").split(",") if e.strip()}
+
+
+def optional_dependencies() -> dict[str, list[str]]:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+
 def cmd() -> list[str]:
     argv = only("CMD")[-1].exec_form
     assert argv is not None, "CMD in shell form: python would not be PID 1 and would miss SIGTERM"
@@ -107,7 +120,8 @@ def test_exposed_port_matches_cmd_and_healthcheck(tmp_path: Path) -> None:
 def test_torch_is_the_makefiles_pin_installed_before_the_project_from_the_chosen_index() -> None:
     pin = re.search(r"^TORCH_PIN := (torch==\S+)$", (REPO / "Makefile").read_text(), re.MULTILINE).group(1)
     default = pip_installs(run_commands())
-    assert [requirements for requirements, _ in default] == [[pin], ["."]]  # torch first
+    (torch, _), (project, _) = default  # torch first, then the project
+    assert torch == [pin] and len(project) == 1 and project_extras(project[0]) is not None
     assert default[0][1] == {}  # no index given: pip's configured one
     chosen = pip_installs(run_commands(TORCH_INDEX_URL="https://example.invalid/whl/cpu"))
     assert chosen[0] == ([pin], {"--index-url": "https://example.invalid/whl/cpu"})
@@ -193,7 +207,9 @@ def test_serving_dependencies_hold_no_training_or_dev_package() -> None:
     base = {requirement_name(r) for r in project["dependencies"]}
     extras = project["optional-dependencies"]
     assert "lightgbm" in {requirement_name(r) for r in extras["train"]}
-    assert "relserve[train]" in extras["dev"], "the tests train: dev must hold the train extra"
+    itself = [re.fullmatch(r"relserve\[([\w,\s-]*)\]", r) for r in extras["dev"]]
+    assert any(m and "train" in m.group(1).replace(" ", "").split(",") for m in itself), \
+        "the tests train: dev must hold the train extra"
     for extra in ("train", "dev"):
         overlap = base & {requirement_name(r) for r in extras[extra]}
         assert not overlap, f"{sorted(overlap)} of the {extra} extra are base (serving) dependencies"
@@ -202,8 +218,15 @@ def test_serving_dependencies_hold_no_training_or_dev_package() -> None:
 @pytest.mark.parametrize("index", ["", "https://example.invalid/whl/cu128"])
 def test_the_image_installs_the_serving_dependencies_only(index: str) -> None:
     requirements = [r for rs, _ in pip_installs(run_commands(TORCH_INDEX_URL=index)) for r in rs]
-    assert [requirement_name(r) for r in requirements if r != "."] == ["torch"]
-    assert "." in requirements and not any("[" in r for r in requirements), "no extra: serving only"
+    (extras,) = [e for r in requirements if (e := project_extras(r)) is not None]
+    assert [requirement_name(r) for r in requirements if project_extras(r) is None] == ["torch"]
+    assert not extras & {"train", "dev"}, f"the image installs the {sorted(extras)} extras: serving only"
+    declared = optional_dependencies()
+    training = {requirement_name(r) for extra in ("train", "dev") for r in declared[extra]
+                if not r.startswith("relserve")}
+    for extra in extras:  # an extra the server uses (e.g. the Redis client) holds no training package
+        assert extra in declared, f"the image installs .[{extra}], which pyproject.toml does not declare"
+        assert not {requirement_name(r) for r in declared[extra]} & training, extra
 
 
 def test_the_image_copies_models_and_serve_without_the_benchmarks() -> None:
