@@ -16,7 +16,8 @@
 # Only models/ and serve/ go in (serving never imports training/ or loadtest/), less serve/bench/
 # (.dockerignore: benchmarks drive servers from outside). Batch scoring stays:
 #   docker run --rm -v "$PWD/artifacts:/artifacts" relserve python -m serve.score --artifacts /artifacts ...
-# `pip install .` installs the serving dependencies alone: no `train` extra (LightGBM), no `dev` one.
+# `pip install .[redis]` installs the serving dependencies and the Redis client of `--ingest-log
+# redis://` alone: no `train` extra (LightGBM), no `dev` one.
 
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
@@ -49,7 +50,7 @@ WORKDIR /app
 COPY pyproject.toml ./
 COPY models ./models
 COPY serve ./serve
-RUN pip install . \
+RUN pip install ".[redis]" \
     && python -c "import torch; assert torch.__version__.startswith('${TORCH_VERSION}'), torch.__version__" \
     && python -c "import serve.app, serve.score.run, importlib.util as u; assert not u.find_spec('lightgbm')"
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from models.schema import ARTICLE, CUSTOMER, day_number, day_to_date
-from models.store.log.resp import RedisAddress, RedisClient
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import free_port
@@ -83,9 +83,14 @@ def served_in_thread(app: Any) -> Iterator[str]:
 
 
 class RedisServer:
-    """``redis-server`` on a free loopback port, fsyncing its append-only file on every write."""
+    """``redis-server`` on a free loopback port, fsyncing its append-only file on every write.
 
-    def __init__(self, directory: Path) -> None:
+    Args:
+        directory: its working directory (append-only file, log, TLS certificate).
+        tls: serve TLS only (``rediss://``), with a self-signed certificate made here by ``openssl``.
+    """
+
+    def __init__(self, directory: Path, tls: bool = False) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.skip("redis-server not found and it could not be installed here (make test installs "
@@ -93,23 +98,37 @@ class RedisServer:
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.log = directory / "redis.log"
+        listen = ["--port", str(self.port)]
+        if tls:
+            cert, key = directory / "cert.pem", directory / "key.pem"
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                            "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+            listen = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),
+                      "--tls-key-file", str(key), "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no"]
+            self.url = f"rediss://127.0.0.1:{self.port}/0?ssl_ca_certs={cert}"
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(directory),
-             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--logfile", str(self.log)],
+            [binary, *listen, "--bind", "127.0.0.1", "--dir", str(directory), "--appendonly", "yes",
+             "--appendfsync", "always", "--save", "", "--logfile", str(self.log)],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        client = RedisClient(RedisAddress("127.0.0.1", self.port), timeout=1.0)
+        self.client = redis.Redis.from_url(self.url, socket_timeout=1.0)
         deadline = time.monotonic() + 20
         while True:
             try:
-                if client.call("PING") == b"PONG":
+                if self.client.ping():
                     break
-            except OSError:
+            except redis.RedisError:
                 pass
             assert self.process.poll() is None, self.log.read_text() if self.log.exists() else "exited"
             assert time.monotonic() < deadline, "redis-server did not answer PING"
             time.sleep(0.05)
-        client.close()
+
+    def log_url(self, stream: str, user: str | None = None) -> str:
+        """The ``--ingest-log`` URL of ``stream`` (``user``: ``NAME:PASSWORD`` of an ACL user)."""
+        url = self.url.replace("://", f"://{user}@", 1) if user else self.url
+        return f"{url}{'&' if '?' in url else '?'}stream={stream}"
 
     def stop(self) -> None:
+        self.client.close()
         self.process.terminate()
         self.process.wait(20)

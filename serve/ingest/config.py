@@ -30,7 +30,8 @@ class IngestConfig:
     Args:
         state_dir: the server's writable state (the WAL, the workers' progress files), apart from
             the read-only artifacts; created if missing.
-        log: ``wal`` (the local write-ahead log in ``state_dir/wal``) or ``redis://host:port/db?stream=NAME``
+        log: ``wal`` (the local write-ahead log in ``state_dir/wal``) or a ``redis://`` / ``rediss://`` URL
+            (:mod:`models.store.log.redis_log`)
             (a Redis stream shared by replicas).
         ingest_dir: a directory watched for files to ingest (``None``: no file drop).
         lateness_days: rows dated more than this before the graph's latest day are refused.
@@ -67,8 +68,8 @@ class IngestConfig:
 
     def __post_init__(self) -> None:
         checks = [
-            (self.log == WAL or self.log.startswith("redis://"),
-             f"--ingest-log must be {WAL} or redis://host:port[/db][?stream=NAME], got {self.log!r}"),
+            (self.log == WAL or self.log.startswith(("redis://", "rediss://")),
+             f"--ingest-log must be {WAL} or redis[s]://[[user]:password@]host[:port][/db][?stream=NAME]"),
             (self.lateness_days >= 0, "--ingest-lateness-days must not be negative"),
             (1 <= self.max_rows <= 1_000_000, "--ingest-max-rows must be in 1..1000000"),
             (1024 <= self.max_bytes <= 1 << 30, "--ingest-max-bytes must be in 1024..1073741824"),
@@ -104,8 +105,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="writable state: the write-ahead log and worker progress; turns the /ingest "
                             "routes on (they need RELSERVE_WRITE_KEY)")
     group.add_argument("--ingest-log", default=d.log, metavar="URL",
-                       help="wal (in --state-dir) or redis://host:port[/db][?stream=NAME], shared by "
-                            "replicas")
+                       help="wal (in --state-dir) or redis[s]://[[user]:password@]host[:port][/db]"
+                            "[?stream=NAME], shared by replicas")
     group.add_argument("--ingest-dir", type=Path, default=None, metavar="DIR",
                        help="file drop: CSV/Parquet/NDJSON files in DIR/{customers,articles,transactions}/ "
                             "are ingested and moved to done/")

@@ -1,6 +1,7 @@
 """The ingestion log on Redis Streams, against a real ``redis-server`` started here: the log contract
-(numbering, compare-and-append, reads, trimming, reconnecting), writers of two replicas sharing one
-order, and two replicas fed through the broker answering alike."""
+(numbering, compare-and-append, reads, trimming, reconnecting), an ACL user and password, TLS
+(``rediss://``), writers of two replicas sharing one order, and two replicas fed through the broker
+answering alike."""
 
 from __future__ import annotations
 
@@ -55,8 +56,31 @@ def test_the_stream_log_keeps_the_log_contract(redis: RedisServer) -> None:
 def test_a_dropped_connection_is_reopened(redis: RedisServer) -> None:
     log = RedisLog(f"{redis.url}?stream=reconnect")
     log.append(batch("a"), 0)
-    RedisLog(redis.url).client.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+    redis.client.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
     assert log.append(batch("b"), 1) == 2
+
+
+def test_an_acl_user_and_password_are_used_and_never_shown(redis: RedisServer) -> None:
+    redis.client.execute_command("ACL", "SETUSER", "ingest", "on", ">s3cret", "~{acl}:*", "+@all")
+    log = RedisLog(redis.log_url("acl", user="ingest:s3cret"))
+    assert log.append(batch("a"), 0) == 1 and [b.key for b in log.read(0)] == ["key-a"]
+    with pytest.raises(LogError) as refused:
+        RedisLog(redis.log_url("acl", user="ingest:wrong")).last_sequence()
+    assert "wrong" not in str(refused.value) and "ingest" not in str(refused.value).split("?")[0]
+    with pytest.raises(LogError):  # the user may touch its own stream only
+        RedisLog(redis.log_url("other", user="ingest:s3cret")).last_sequence()
+
+
+def test_the_log_over_tls(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path, tls=True)
+    try:
+        log = RedisLog(server.log_url("tls"))
+        assert [log.append(batch(f"t{i}"), i) for i in range(3)] == [1, 2, 3]
+        assert [b.sequence for b in RedisLog(server.log_url("tls")).read(1)] == [2, 3]
+        with pytest.raises(LogError):  # the same port without TLS
+            RedisLog(f"redis://127.0.0.1:{server.port}/0?stream=tls", timeout=2.0).last_sequence()
+    finally:
+        server.stop()
 
 
 def test_an_unreachable_broker_is_a_log_error() -> None:

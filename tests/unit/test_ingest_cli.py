@@ -33,7 +33,7 @@ def test_a_state_dir_turns_ingestion_on_with_its_defaults(tmp_path: Path) -> Non
     (["--ingest-dir", "d"], "need --state-dir"),
     (["--compact-every", "5"], "need --state-dir"),
     (["--state-dir", "s", "--ingest-max-rows", "0"], "--ingest-max-rows must be in"),
-    (["--state-dir", "s", "--ingest-log", "http://x"], "--ingest-log must be wal or redis://"),
+    (["--state-dir", "s", "--ingest-log", "http://x"], "--ingest-log must be wal or redis[s]://"),
     (["--state-dir", "s", "--compact-every", "0.5"], "--compact-every must be at least 1 s"),
     (["--state-dir", "s", "--ingest-lateness-days", "-1"], "must not be negative"),
     (["--state-dir", "s", "--clock", "moon"], "invalid choice"),

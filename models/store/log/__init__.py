@@ -1,6 +1,6 @@
 """The ingestion log, below both ``serve/`` and ``training/``: its record format and codec
 (:mod:`.format`), the local write-ahead log (:mod:`.wal`, :mod:`.wal_records`), the Redis Streams
-log (:mod:`.redis_log` over :mod:`.resp`), and the one way of replaying it into a graph, with one
+log (:mod:`.redis_log`, through redis-py), and the one way of replaying it into a graph, with one
 error policy (:mod:`.replay`).
 
 The server's write side appends to it (``serve/ingest``: HTTP, auth, the file drop); its workers,
@@ -21,7 +21,7 @@ def open_log(spec: str, state_dir: str | Path) -> Log:
     """A fresh connection to the log (one per process: never share one across a fork).
 
     Args:
-        spec: ``wal`` (``state_dir/wal``) or a ``redis://host:port[/db][?stream=NAME]`` URL.
+        spec: ``wal`` (``state_dir/wal``) or a ``redis://`` / ``rediss://`` URL (:mod:`.redis_log`).
         state_dir: the server's state directory.
     """
     if spec == WAL:
