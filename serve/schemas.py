@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, create_model, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
 from models.registry import BINARY, LINK, REGRESSION, TASKS, TaskSpec
 from models.schema import ARTICLE, CUSTOMER
@@ -52,15 +52,27 @@ class IdsRequest(_Strict):
     many_field: ClassVar[str]
     model_config = ConfigDict(json_schema_extra=lambda schema, cls: cls.one_or_many_schema(schema))
 
-    @model_validator(mode="after")
-    def _one_or_many(self) -> IdsRequest:
-        one, many = getattr(self, self.one_field), getattr(self, self.many_field)
-        if one is None and many is None:
-            raise PydanticCustomError("id_fields", f"{self.one_field}: field required "
-                                                   f"(or {self.many_field}: a list of ids)")
-        if one is not None and many is not None:
-            raise PydanticCustomError("id_fields", f"send {self.one_field} or {self.many_field}, not both")
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_or_many(cls, data: Any, handler: ModelWrapValidatorHandler[IdsRequest]) -> IdsRequest:
+        if not isinstance(data, dict):
+            return handler(data)
+        one, many = cls.one_field in data, cls.many_field in data
+        if one and many:
+            raise PydanticCustomError("id_fields", f"send {cls.one_field} or {cls.many_field}, not both")
+        if one or many:
+            return handler(data)
+        # Neither: that comes first, then whatever else is wrong (another task's field, say).
+        missing = PydanticCustomError("id_fields", f"{cls.one_field}: field required "
+                                                   f"(or {cls.many_field}: a list of ids)")
+        try:
+            handler(data)
+        except ValidationError as e:
+            others = [InitErrorDetails(type=PydanticCustomError(error["type"], "{m}", {"m": error["msg"]}),
+                                       loc=error["loc"], input=error["input"]) for error in e.errors()]
+            raise ValidationError.from_exception_data(
+                cls.__name__, [InitErrorDetails(type=missing, loc=(), input=data), *others]) from None
+        raise missing
 
     @classmethod
     def one_or_many_schema(cls, schema: dict[str, Any]) -> None:

@@ -70,6 +70,14 @@ def test_customer_errors_name_the_field(body, expected):
     assert messages(CustomerRequest, body) == [expected]
 
 
+def test_a_missing_id_is_named_first_then_what_else_is_wrong():
+    missing = "customer_id: field required (or customer_ids: a list of ids)"
+    other_task = messages(CustomerRequest, {"article_id": "0108775015"})
+    assert other_task == [missing, "article_id: unexpected field"]
+    k_too = messages(PurchaseRequest, {"k": 0, "x": 1})
+    assert k_too == [missing, "k: Input should be greater than or equal to 1", "x: unexpected field"]
+
+
 def test_the_openapi_schema_says_string_or_integer():
     schema = CustomerRequest.model_json_schema()
     field = schema["properties"]["customer_id"]
@@ -126,7 +134,7 @@ def test_k_is_an_integer_from_1_to_100(k):
 
 
 def test_a_body_with_many_problems_names_the_first_five():
-    fields = {f"extra{i}": i for i in range(50)}
+    fields = {"customer_id": CUSTOMER, **{f"extra{i}": i for i in range(50)}}
     with pytest.raises(ValidationError) as info:
         CustomerRequest.model_validate(fields)
     errors = [{**e, "loc": ("body", *e["loc"])} for e in info.value.errors()]
