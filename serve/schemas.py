@@ -10,8 +10,10 @@ A body holds one id (``{"customer_id": ...}``) or a list of 1 to :data:`MAX_IDS`
 (``{"customer_ids": [...]}``), never both; a list is answered ``{"answers": [...]}``, one item per
 id in request order (a repeated id is answered at each place), an unknown id by an item with an
 ``error``. The JSON schemas state every rule the validators enforce, so ``/openapi.json`` is the
-contract a generated client or test can rely on (except the byte length of non-ASCII ids, which
-JSON Schema cannot state: ``maxLength`` counts characters).
+contract a generated client or test can rely on, except two that JSON Schema cannot state: the
+byte length of non-ASCII ids (``maxLength`` counts characters), and that an integer (an id, ``k``)
+is written as one: JSON Schema's ``integer`` admits ``5.0``, which is refused (a float id loses
+digits past 2**53, and a count is not a float).
 """
 
 from __future__ import annotations
