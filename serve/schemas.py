@@ -6,7 +6,7 @@ request never reaches, and so never fails, a batch. An id is the data's own (doc
 string, or an integer standing for its decimal digits, of at most ``MAX_ID_BYTES`` UTF-8 bytes;
 whether the snapshot holds it is the worker's question (404), not the schema's.
 
-A body holds one id (``{"customer_id": ...}``) or a list of 1 to :data:`MAX_IDS` ids
+A body holds one id (``{"customer_id": ...}``) or a list of 1 to :data:`serve.id_fields.MAX_IDS` ids
 (``{"customer_ids": [...]}``), never both; a list is answered ``{"answers": [...]}``, one item per
 id in request order (a repeated id is answered at each place), an unknown id by an item with an
 ``error``. The JSON schemas state every rule the validators enforce, so ``/openapi.json`` is the
