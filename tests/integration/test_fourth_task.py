@@ -30,6 +30,7 @@ from serve.bench.process import ServerProcess
 from training.fit.data import task_splits
 from training.fit.evaluate import evaluate_model
 from training.fit.run import main
+from training.tasks.metrics import with_nmae
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -91,11 +92,13 @@ def test_it_trains_and_evaluates_on_its_own_metrics_and_baselines(spec, toy_arti
     for split in ("val", "test"):
         assert set(doc[split]["baselines"]) == set(spec.baselines) == {"last_week", "lightgbm"}
         for metrics in (doc[split]["model"], *doc[split]["baselines"].values()):
-            assert list(metrics) == list(spec.metrics) == ["mae", "total_ratio"]
+            assert list(spec.metrics) == ["mae", "total_ratio"]
+            assert list(metrics) == ["mae", "nmae", "total_ratio"]  # NMAE beside any MAE
             assert all(math.isfinite(v) for v in metrics.values())
     test = task_splits(spec.name, toy_snapshot.transactions(), toy_snapshot, None)["test"]
     inference = TaskInference.from_bundle(toy_artifacts / spec.name, toy_snapshot, compile="none")
-    assert evaluate_model(inference, test) == pytest.approx(doc["test"]["model"], rel=1e-6, abs=1e-9)
+    metrics = with_nmae(evaluate_model(inference, test), doc["target_std"])
+    assert metrics == pytest.approx(doc["test"]["model"], rel=1e-6, abs=1e-9)
 
 
 def test_it_is_served_on_its_path_with_its_answer_field(spec, toy_artifacts, toy_snapshot, toy_server):
