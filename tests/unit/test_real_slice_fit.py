@@ -2,8 +2,9 @@
 
 Trains ``training.fit`` with its defaults (no per-dataset flags) on the 300 most active customers of
 the last 16 weeks of ``data/real/online-retail-ii`` (the raw file, read and sliced through its spec)
-and compares test-week primary metrics with the rule baselines of ``metrics.json`` (``lightgbm`` is a learned baseline, not a rule). A model that
-ignores history cannot pass: repeat buying is what the purchase rules score on.
+and compares test-week primary metrics with the rule baselines of ``metrics.json`` (``lightgbm`` is
+a learned baseline, not a rule). A model that ignores history cannot pass: repeat buying is what the
+purchase rules score on.
 """
 
 from __future__ import annotations
