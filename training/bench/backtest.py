@@ -36,7 +36,7 @@ from models.cli import OneLineErrors
 from models.registry import TASKS
 from models.runtime.bundle import SNAPSHOT_DIR
 from training.bench.backtest_stats import report, summarize
-from training.bench.seed_runs import FitRun, reserved_option, run_fit
+from training.bench.seed_runs import FitRun, parse_with_fit_args, reserved_option, run_fit
 from training.bench.seeds import check_data, check_fit_args, progress_line, run_names
 from training.tasks.cutoffs import split_cutoffs
 
@@ -47,7 +47,6 @@ SHIFT_OPTION = "--test-weeks-back"
 
 def parse_args(argv: list[str]) -> tuple[Any, tuple[str, ...]]:
     """The parsed options and the ``training.fit`` options (``--fit-args`` then those after ``--``)."""
-    split = argv.index("--") if "--" in argv else len(argv)
     parser = OneLineErrors(prog=PROG, description="The defaults on several consecutive test weeks (a "
                            "rolling-origin backtest): one training.fit per week, each in its own process.",
                            epilog="Options after -- go to every training.fit run: -- --epochs 5 --threads 2.")
@@ -73,19 +72,13 @@ def parse_args(argv: list[str]) -> tuple[Any, tuple[str, ...]]:
     parser.add_argument("--keep-artifacts", action="store_true",
                         help="keep the snapshot and the last week's bundles (default: only the logs "
                              "and the JSON)")
-    args = parser.parse_args(argv[:split])
-    try:
-        fit_args = (*shlex.split(args.fit_args), *argv[split + 1:])
-    except ValueError as exc:
-        parser.error(f"--fit-args: {exc}")
+    args, fit_args = parse_with_fit_args(parser, argv)
     args.task_list = tuple(TASKS) if args.tasks == "all" else tuple(t.strip() for t in args.tasks.split(","))
     unknown = [t for t in args.task_list if t not in TASKS]
     if unknown or not args.task_list:
         parser.error(f"--tasks: unknown task {', '.join(unknown) or '(none)'}; use {', '.join(TASKS)} or all")
     if min(args.weeks, args.min_train_weeks, args.jobs) < 1 or not 0 <= args.seed < 2**32:
         parser.error("--weeks, --min-train-weeks and --jobs must be at least 1, --seed within 0..2**32-1")
-    if len(set(map(os.path.abspath, args.data))) < len(args.data):
-        parser.error("--data: the same directory is given twice")
     reserved = reserved_option(fit_args)
     if reserved is None and any(a.split("=", 1)[0] == SHIFT_OPTION for a in fit_args):
         reserved = SHIFT_OPTION

@@ -11,9 +11,11 @@ test metrics of every task read back from the ``metrics.json`` files the child w
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -61,6 +63,21 @@ class FitRun:
     def tasks(self) -> tuple[str, ...]:
         """The tasks the run trains."""
         return tuple(TASKS) if self.task == "all" else (self.task,)
+
+
+def parse_with_fit_args(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[Any, tuple[str, ...]]:
+    """``argv`` parsed by ``parser`` up to ``--``, and the ``training.fit`` options of every run:
+    ``--fit-args`` (one shell-quoted string) then those after ``--``. Refuses a ``--data``
+    directory given twice."""
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    try:
+        fit_args = (*shlex.split(args.fit_args), *argv[split + 1:])
+    except ValueError as exc:
+        parser.error(f"--fit-args: {exc}")
+    if len(set(map(os.path.abspath, args.data))) < len(args.data):
+        parser.error("--data: the same directory is given twice")
+    return args, fit_args
 
 
 def reserved_option(fit_args: tuple[str, ...]) -> str | None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from models.cli import OneLineErrors
 from models.registry import TASKS
-from training.bench.seed_runs import FitRun, reserved_option, run_fit
+from training.bench.seed_runs import FitRun, parse_with_fit_args, reserved_option, run_fit
 from training.bench.seed_stats import LIGHTGBM, MODEL, costs, report, summarize
 from training.data.common import DataError
 from training.data.sources import resolve_files
@@ -42,7 +42,6 @@ RESULTS_FILE = "seeds.json"
 
 def parse_args(argv: list[str]) -> tuple[Any, tuple[str, ...]]:
     """The parsed options and the ``training.fit`` options (``--fit-args`` then those after ``--``)."""
-    split = argv.index("--") if "--" in argv else len(argv)
     parser = OneLineErrors(prog=PROG, description="The model against every baseline over several seeds and "
                            "datasets: training.fit --task all per dataset and seed, each in its own process.",
                            epilog="Options after -- go to every training.fit run: -- --epochs 1 --threads 2.")
@@ -60,15 +59,9 @@ def parse_args(argv: list[str]) -> tuple[Any, tuple[str, ...]]:
                         help="create a missing --data directory as the demo data (python -m training.synth)")
     parser.add_argument("--keep-artifacts", action="store_true",
                         help="keep each run's snapshot and bundles (default: only the logs and the JSON)")
-    args = parser.parse_args(argv[:split])
-    try:
-        fit_args = (*shlex.split(args.fit_args), *argv[split + 1:])
-    except ValueError as exc:
-        parser.error(f"--fit-args: {exc}")
+    args, fit_args = parse_with_fit_args(parser, argv)
     if args.seeds < 1 or not 0 <= args.first_seed < 2**32 - args.seeds:
         parser.error(f"--seeds must be at least 1 and the seeds within 0..{2**32 - 1}")
-    if len(set(map(os.path.abspath, args.data))) < len(args.data):
-        parser.error("--data: the same directory is given twice")
     reserved = reserved_option(fit_args)
     if reserved is not None:
         parser.error(f"training.fit option {reserved}: the benchmark sets --data, --task, --out and --seed")
