@@ -77,15 +77,17 @@ def bench_forward(bundle: TaskBundle, snapshot: GraphSnapshot, record: Recorder,
         variants |= {"cuda_eager": ("cuda", "none", False), "cuda_buckets": ("cuda", "buckets", False),
                      "cuda_graphs": ("cuda", "buckets", True)}
     count = snapshot.num_nodes[TASKS[bundle.task].entity_type]
+    inferences = {name: TaskInference.from_bundle(bundle.bundle_dir, snapshot, compile=strategy,
+                                                  device=device, cuda_graphs=graphs,
+                                                  max_batch_size=max(FORWARD_SIZES))
+                  for name, (device, strategy, graphs) in variants.items()}
     for size in FORWARD_SIZES:
         entity = torch.randperm(count, generator=torch.Generator().manual_seed(size))[:size]
         figures: dict[str, object] = {"task": bundle.task, "batch": size}
-        for name, (device, strategy, graphs) in variants.items():
-            inference = TaskInference.from_bundle(bundle.bundle_dir, snapshot, compile=strategy,
-                                                  device=device, cuda_graphs=graphs,
-                                                  max_batch_size=max(FORWARD_SIZES))
-            inputs = inference.prepare(entity).to(device)
-            figures[f"{name}_ms"] = _median_ms(lambda p=inference.predictor, x=inputs: p(x), device == "cuda")
+        for name, inference in inferences.items():
+            inputs = inference.prepare(entity).to(inference.device)
+            figures[f"{name}_ms"] = _median_ms(lambda p=inference.predictor, x=inputs: p(x),
+                                               inference.device.type == "cuda")
         if not cuda:
             figures["cuda"] = NO_CUDA
         else:
