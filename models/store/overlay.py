@@ -111,6 +111,63 @@ class Overlay:
         """Virtual index where dirty row ``row``'s delta segment begins."""
         return self.start[row] + self.head[row]
 
+    def spread(self, size: int) -> Spread:
+        """Every virtual index ``0 .. size - 1`` located at once (:class:`Spread`), in O(size) numpy
+        passes rather than a binary search per index."""
+        return Spread.build(self, size)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Where every virtual index ``0 .. S - 1`` lies, for copying whole arrays into virtual order.
+
+    The virtual space is a run of segments: the base indices before the first dirty row, then per
+    dirty row ``j`` its head, its delta segment and the base indices after it up to the next dirty
+    row. :meth:`locate` gives each index the same row, case and base / delta index.
+
+    Args:
+        lengths: ``(3K + 1,)`` segment lengths: before, then per dirty row head, delta, after.
+        source: ``(S,)`` int64 base index of each virtual index (``0`` inside delta segments).
+        in_delta: ``(M,)`` int64 the virtual indices inside delta segments, in delta order.
+        delta_index: ``(M,)`` int64 their delta indices.
+        delta_row: ``(M,)`` int64 their dirty rows.
+    """
+
+    lengths: np.ndarray
+    source: np.ndarray
+    in_delta: np.ndarray
+    delta_index: np.ndarray
+    delta_row: np.ndarray
+
+    @classmethod
+    def build(cls, o: Overlay, size: int) -> Spread:
+        k, head_end = len(o.start), o.start + o.head
+        lengths = np.empty(3 * k + 1, dtype=np.int64)
+        lengths[0] = o.start[0] if k else size
+        lengths[1::3], lengths[2::3] = o.head, o.length
+        lengths[3::3] = np.append(o.start[1:], size) - head_end - o.length
+        offset = np.empty(3 * k + 1, dtype=np.int64)  # base index minus virtual index, per segment
+        offset[0] = 0
+        offset[1::3] = offset[2::3] = -o.shift[:-1]
+        offset[3::3] = -o.shift[1:]
+        source = np.arange(size, dtype=np.int64)
+        source += np.repeat(offset, lengths)
+        delta_row = np.repeat(np.arange(k, dtype=np.int64), o.length)
+        first = np.cumsum(o.length) - o.length
+        within = np.arange(len(delta_row), dtype=np.int64) - np.repeat(first, o.length)
+        in_delta = head_end[delta_row] + within
+        source[in_delta] = 0
+        return cls(lengths, source, in_delta, o.delta_start[delta_row] + within, delta_row)
+
+    def per_segment(self, before: float | int, head: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """``(S,)`` a value per segment (``before``; per dirty row ``head`` for its head and delta
+        segment, ``after`` for the base indices after it) repeated over its indices."""
+        values = np.empty(len(self.lengths), dtype=np.result_type(head, after))
+        values[0] = before
+        values[1::3] = values[2::3] = head
+        values[3::3] = after
+        return np.repeat(values, self.lengths)
+
 
 def take(base: np.ndarray, delta: np.ndarray, in_delta: np.ndarray, base_index: np.ndarray,
          delta_index: np.ndarray) -> np.ndarray:
@@ -141,6 +198,15 @@ class VirtualArray:
     @property
     def shape(self) -> tuple[int]:
         return (self.size,)
+
+    def merged(self, spread: Spread) -> np.ndarray:
+        """The whole array in virtual order: what ``index_select`` gives at ``0 .. size - 1``
+        (``spread``: of ``size`` or more indices)."""
+        if not len(self.base):  # every edge is new
+            return self.delta[spread.delta_index]
+        out = self.base[spread.source[:self.size]]
+        out[spread.in_delta] = self.delta[spread.delta_index]
+        return out
 
 
 @dataclass(frozen=True)
@@ -191,6 +257,21 @@ class VirtualCumulative:
                       - self.delta[_bound(o.delta_start[row], last)].astype(wide))
             value += np.where(in_delta, within, 0)
         return as_tensor(value)
+
+    def merged(self, spread: Spread) -> np.ndarray:
+        """The whole array in virtual order (``spread`` of ``size`` indices), the same values, bit for
+        bit, as ``index_select`` at ``0 .. size - 1``: the same additions in the same order."""
+        o, wide, row = self.overlay, self.correction.dtype, spread.delta_row
+        if o.empty:
+            return self.base.astype(wide)
+        value = self.base[spread.source].astype(wide, copy=False)
+        value += spread.per_segment(0, self.correction[:-1], self.correction[1:])
+        # A delta segment: the base up to the row's head end, plus the delta's own sum so far.
+        start = o.base_start[row] + o.head[row]
+        in_delta = self.base[start].astype(wide) + self.correction[row]
+        in_delta += self.delta[spread.delta_index].astype(wide) - self.delta[o.delta_start[row]].astype(wide)
+        value[spread.in_delta] = in_delta
+        return value
 
     def numel(self) -> int:
         return self.size
