@@ -33,6 +33,8 @@ class DeltaCSR:
         prefix: prefix sums over the delta's own positions (its ``key`` over ``j * span + day``).
         new_edges: how many of the ``M`` edges are new (the others are copied base edges).
         new_spend: their summed price (float64).
+        log_index: ``(M,)`` int64 each edge's index among the new edges in log order, ``-1`` for a
+            copied base edge (what a later version's delta adds is found by it).
     """
 
     nodes: Tensor
@@ -44,6 +46,7 @@ class DeltaCSR:
     prefix: EdgePrefix
     new_edges: int
     new_spend: float
+    log_index: Tensor | None = None
 
     @property
     def num_rows(self) -> int:
@@ -71,38 +74,47 @@ def build_delta(base: TemporalCSR, base_prefix: EdgePrefix, base_price: Tensor |
         src, dst, day, price: ``(T,)`` the new edges in log order: source and destination node
             indices, day, price.
     """
-    nodes, row_of = np.unique(src.astype(np.int64), return_inverse=True)
+    src, day = src.astype(np.int64), day.astype(np.int64)
+    present = np.bincount(src) > 0 if len(src) else np.zeros(0, dtype=bool)
+    nodes = np.flatnonzero(present).astype(np.int64)  # sorted, without np.unique's sort
+    row_of = (np.cumsum(present) - 1)[src]
     num = len(nodes)
-    split = np.full(num, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(split, row_of, day.astype(np.int64))
+    # The new edges by (row, day), in log order within one: one stable sort of one key.
+    order = np.argsort(_sort_key(row_of, day), kind="stable")
+    count = np.bincount(row_of, minlength=num)
+    split = day[order][np.cumsum(count) - count]  # each row's earliest new day
     in_base = nodes < num_base_rows
-    rowptr = base.rowptr
+    rowptr = base.rowptr.numpy()
     base_start = np.zeros(num, dtype=np.int64)
-    tail_start = np.zeros(num, dtype=np.int64)
     tail_end = np.zeros(num, dtype=np.int64)
-    if in_base.any():
-        ids = torch.from_numpy(nodes[in_base])
-        base_start[in_base] = rowptr.index_select(0, ids).numpy()
-        tail_start[in_base] = base_prefix.before(ids, torch.from_numpy(split[in_base])).numpy()
-        tail_end[in_base] = rowptr.index_select(0, ids + 1).numpy()
+    base_start[in_base] = rowptr[nodes[in_base]]
+    tail_end[in_base] = rowptr[nodes[in_base] + 1]
+    tail_start = tail_end.copy()
+    # Only a row with new edges on or before the base's last day has base edges to copy (a tail).
+    late = in_base & (split <= base_prefix.min_day + base_prefix.span - 2)
+    if late.any():
+        late_nodes, late_split = torch.from_numpy(nodes[late]), torch.from_numpy(split[late])
+        tail_start[late] = base_prefix.before(late_nodes, late_split).numpy()
     positions, tail_row = _ranges(tail_start, tail_end)
-    index = torch.from_numpy(positions)
-    tail_col = base.col.index_select(0, index).numpy()
-    tail_day = base.day.index_select(0, index).numpy()
-    if base_price is not None:
-        tail_price = base_price.index_select(0, index).numpy().astype(np.float64)
+    new_price = price.astype(np.float32).astype(np.float64)
+    if len(positions):
+        index = torch.from_numpy(positions)
+        if base_price is not None:
+            tail_price = base_price.index_select(0, index).numpy().astype(np.float64)
+        else:
+            spend = base_prefix.spend
+            tail_price = (spend.index_select(0, index + 1) - spend.index_select(0, index)).numpy()
+        # One order for both: row, day, copied base edges before new ones, then base order / log order.
+        rows = np.concatenate([tail_row, row_of])
+        days = np.concatenate([base.day.index_select(0, index).numpy().astype(np.int64), day])
+        source = np.concatenate([np.zeros(len(tail_row), np.int64), np.ones(len(row_of), np.int64)])
+        order = np.argsort(_sort_key(rows, days) * 2 + source, kind="stable")
+        log_index = np.concatenate([np.full(len(tail_row), -1), np.arange(len(row_of))])[order]
+        rows, days = rows[order], days[order]
+        cols = np.concatenate([base.col.index_select(0, index).numpy().astype(np.int64), dst])[order]
+        prices = np.concatenate([tail_price, new_price])[order]
     else:
-        spend = base_prefix.spend
-        tail_price = (spend.index_select(0, index + 1) - spend.index_select(0, index)).numpy()
-    # One order for both: row, day, copied base edges before new ones, then base order / log order.
-    rows = np.concatenate([tail_row, row_of])
-    days = np.concatenate([tail_day.astype(np.int64), day.astype(np.int64)])
-    source = np.concatenate([np.zeros(len(tail_row), np.int8), np.ones(len(row_of), np.int8)])
-    sequence = np.concatenate([positions, np.arange(len(row_of))])
-    order = np.lexsort((sequence, source, days, rows))
-    rows, days = rows[order], days[order]
-    cols = np.concatenate([tail_col.astype(np.int64), dst.astype(np.int64)])[order]
-    prices = np.concatenate([tail_price, price.astype(np.float32).astype(np.float64)])[order]
+        rows, days, cols, prices, log_index = row_of[order], day[order], dst[order], new_price[order], order
     delta_rowptr = np.zeros(num + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=num), out=delta_rowptr[1:])
     csr = TemporalCSR(torch.from_numpy(delta_rowptr), torch.from_numpy(cols.astype(np.int32)),
@@ -111,7 +123,16 @@ def build_delta(base: TemporalCSR, base_prefix: EdgePrefix, base_price: Tensor |
         nodes=torch.from_numpy(nodes), split=torch.from_numpy(split),
         head=torch.from_numpy(tail_start - base_start), tail=torch.from_numpy(tail_end - tail_start),
         csr=csr, price=torch.from_numpy(prices), prefix=_prefix(rows, days, prices, delta_rowptr),
-        new_edges=len(row_of), new_spend=float(price.astype(np.float32).astype(np.float64).sum()))
+        new_edges=len(row_of), new_spend=float(new_price.sum()),
+        log_index=torch.from_numpy(log_index.astype(np.int64)))
+
+
+def _sort_key(rows: np.ndarray, days: np.ndarray) -> np.ndarray:
+    """``(T,)`` int64 ``row * span + day - min_day``: sorting it sorts by (row, day)."""
+    if not len(days):
+        return rows
+    low = int(days.min())
+    return rows * (int(days.max()) - low + 1) + (days - low)
 
 
 def _prefix(rows: np.ndarray, days: np.ndarray, prices: np.ndarray, rowptr: np.ndarray) -> EdgePrefix:
