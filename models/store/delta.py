@@ -108,7 +108,7 @@ def build_delta(base: TemporalCSR, base_prefix: EdgePrefix, base_price: Tensor |
         rows = np.concatenate([tail_row, row_of])
         days = np.concatenate([base.day.index_select(0, index).numpy().astype(np.int64), day])
         source = np.concatenate([np.zeros(len(tail_row), np.int64), np.ones(len(row_of), np.int64)])
-        order = np.argsort(_sort_key(rows, days) * 2 + source, kind="stable")
+        order = np.argsort(_row_day(rows, days) * 2 + source, kind="stable")
         log_index = np.concatenate([np.full(len(tail_row), -1), np.arange(len(row_of))])[order]
         rows, days = rows[order], days[order]
         cols = np.concatenate([base.col.index_select(0, index).numpy().astype(np.int64), dst])[order]
@@ -128,11 +128,20 @@ def build_delta(base: TemporalCSR, base_prefix: EdgePrefix, base_price: Tensor |
 
 
 def _sort_key(rows: np.ndarray, days: np.ndarray) -> np.ndarray:
-    """``(T,)`` int64 ``row * span + day - min_day``: sorting it sorts by (row, day)."""
+    """``(T,)`` a key whose stable sort sorts by (row, day): ``row * span + day - min_day``, or the
+    row alone when the days never decrease (rows in log order, as a stream usually is), in 16 bits
+    where it fits (numpy sorts those by radix, ~10x faster than int64)."""
     if not len(days):
         return rows
-    low = int(days.min())
-    return rows * (int(days.max()) - low + 1) + (days - low)
+    if not (days[1:] < days[:-1]).any():
+        return rows.astype(np.uint16) if rows.max() < 2**16 else rows
+    return _row_day(rows, days)
+
+
+def _row_day(rows: np.ndarray, days: np.ndarray) -> np.ndarray:
+    """``(T,)`` int64 ``row * span + day - min_day`` (``rows`` and ``days`` int64)."""
+    low = int(days.min()) if len(days) else 0
+    return rows * (int(days.max()) - low + 1 if len(days) else 1) + (days - low)
 
 
 def _prefix(rows: np.ndarray, days: np.ndarray, prices: np.ndarray, rowptr: np.ndarray) -> EdgePrefix:

@@ -16,20 +16,10 @@ import numpy as np
 from torch import Tensor
 
 from models.store.csr import TemporalCSR
-from models.store.delta import DeltaCSR
-from models.store.kept import KeptEdges
-from models.store.overlay import (
-    AFTER,
-    BEFORE,
-    DELTA,
-    Overlay,
-    VirtualArray,
-    VirtualCumulative,
-    as_numpy,
-    as_tensor,
-    take,
-)
-from models.store.snapshot_prefix import EdgePrefix
+from models.store.delta import DeltaCSR, build_delta
+from models.store.kept import KeptEdges, LiveKept
+from models.store.overlay import Layout, Overlay, VirtualArray, VirtualCumulative, as_numpy, as_tensor
+from models.store.snapshot_prefix import INT32_MAX, EdgePrefix
 
 FAR = 2**40  # a day after every edge (the split of a row the delta does not touch)
 # Up to this many edges a version copies its CSR and prefix sums into virtual order once (O(E) per
@@ -126,40 +116,6 @@ class LivePrefix:
         return as_tensor(self.positions(ids, time))
 
 
-@dataclass(frozen=True)
-class VirtualKeptPositions:
-    """``positions`` of the sampler's kept sub-list, read at kept ranks, as virtual positions."""
-
-    ranks: Overlay
-    positions: Overlay
-    base: np.ndarray
-    delta: np.ndarray
-    size: int
-
-    def index_select(self, dim: int, index: Tensor) -> Tensor:
-        assert dim == 0
-        index = as_numpy(index)
-        if self.ranks.empty:  # no dirty row: the base's own positions
-            return as_tensor(self.base[index])
-        row, case, base_rank, delta_rank = self.ranks.locate(index)
-        in_delta = case == DELTA
-        source = take(self.base, self.delta, in_delta, base_rank, delta_rank)
-        from_base = source + np.where(case == BEFORE, 0, self.positions.shift[row + (case == AFTER)])
-        from_delta = self.positions.head_end(row) + (source - self.positions.delta_start[row])
-        return as_tensor(np.where(in_delta, from_delta, from_base))
-
-    def numel(self) -> int:
-        return self.size
-
-
-@dataclass(frozen=True)
-class LiveKept:
-    """:class:`models.store.kept.KeptEdges` of the virtual CSR (same attributes, read lazily)."""
-
-    positions: VirtualKeptPositions
-    cumulative: VirtualCumulative
-
-
 @dataclass(frozen=True, eq=False)
 class LiveCSR:
     """One direction of the live graph (see the module docstring).
@@ -202,26 +158,54 @@ class LiveCSR:
             self._merge()
 
     def _merge(self) -> None:
-        """Replace ``rowptr``, ``col``, ``day`` and ``prefix`` by tensors in virtual order, the values
-        the overlay reads at every position (the same ones, bit for bit)."""
-        d, spread = self.delta, self.overlay.spread(self.num_edges + 1)
+        """Replace ``rowptr``, ``col``, ``day`` and ``prefix`` by tensors in virtual order: from the last
+        version's (kept in ``kept_cache``) plus the rows logged since, or else from the base + delta."""
+        log = _log_rows(self.delta)
+        step = _step(self.kept_cache.get(_MERGED), log, self.num_rows)
+        if step is None:
+            csr, prefix = self._merge_whole()
+        else:
+            previous, (src, dst, day, price) = step
+            small = build_delta(previous.csr, previous.prefix, None, previous.num_rows, src, dst, day, price)
+            later = LiveCSR(previous.csr, previous.prefix, small, self.num_rows)
+            csr, prefix = TemporalCSR(later.rowptr, later.col, later.day), later.prefix
+        for name, value in (("rowptr", csr.rowptr), ("col", csr.col), ("day", csr.day), ("prefix", prefix)):
+            object.__setattr__(self, name, value)
+        if log is not None:
+            self.kept_cache[_MERGED] = Merged(csr, prefix, self.num_rows, log)
+
+    def _merge_whole(self) -> tuple[TemporalCSR, EdgePrefix]:
+        """The values the overlay reads at every position (the same ones, bit for bit)."""
+        d, layout = self.delta, self.overlay.layout(self.num_edges + 1)
         rowptr = self.rowptr.at(np.arange(self.num_rows + 1))
-        day = self.day.merged(spread)
-        days = [self.base_prefix.min_day, self.base_prefix.min_day + self.base_prefix.span - 2] \
-            if self.base.num_edges else []
+        day = self.day.merged(layout)
+        base = self.base_prefix
+        days = [base.min_day, base.min_day + base.span - 2] if self.base.num_edges else []
         if d.csr.num_edges:
             delta_day = as_numpy(d.csr.day)
             days += [int(delta_day.min()), int(delta_day.max())]
         min_day = min(days, default=0)
         span = max(days, default=0) - min_day + 2
-        key = np.repeat(np.arange(self.num_rows, dtype=np.int64) * span, np.diff(rowptr))
+        key = self._key(layout, rowptr, day, min_day, span)
+        prefix = EdgePrefix(as_tensor(self.prefix.spend.merged(layout)),
+                            as_tensor(self.prefix.day_starts.merged(layout)), as_tensor(key), min_day, span)
+        return TemporalCSR(as_tensor(rowptr), as_tensor(self.col.merged(layout)), as_tensor(day)), prefix
+
+    def _key(self, layout: Layout, rowptr: np.ndarray, day: np.ndarray, min_day: int,
+             span: int) -> np.ndarray:
+        """``(E,)`` the sorted ``row * span + day - min_day`` key: the base's pieces copied when its
+        days span the same range, else computed whole."""
+        dtype = np.int32 if self.num_rows * span <= INT32_MAX else np.int64  # as a rebuild stores it
+        if layout.source is None and (min_day, span) == (self.base_prefix.min_day, self.base_prefix.span):
+            d = self.delta
+            delta_key = np.repeat(as_numpy(d.nodes) * span - min_day, np.diff(as_numpy(d.csr.rowptr)))
+            delta_key += as_numpy(d.csr.day)
+            return VirtualArray(self.overlay, as_numpy(self.base_prefix.key).astype(dtype, copy=False),
+                                delta_key.astype(dtype), self.num_edges).merged(layout)
+        key = np.repeat(np.arange(self.num_rows, dtype=dtype) * dtype(span), np.diff(rowptr))
         key += day
-        key -= min_day
-        prefix = EdgePrefix(as_tensor(self.prefix.spend.merged(spread)),
-                            as_tensor(self.prefix.day_starts.merged(spread)), as_tensor(key), min_day, span)
-        for name, value in (("rowptr", as_tensor(rowptr)), ("col", as_tensor(self.col.merged(spread))),
-                            ("day", as_tensor(day)), ("prefix", prefix)):
-            object.__setattr__(self, name, value)
+        key -= dtype(min_day)
+        return key
 
     def row_bounds_before(self, nodes: Tensor, time: Tensor) -> tuple[Tensor, Tensor]:
         """As :meth:`models.store.csr.TemporalCSR.row_bounds_before`, in virtual positions."""
@@ -237,19 +221,58 @@ class LiveCSR:
             if base is None:
                 base = self.kept_cache[per_day] = KeptEdges.build(
                     self.base.day.numpy(), self.base.rowptr.numpy(), per_day)
-            d, o = self.delta, self.overlay
+            d = self.delta
             delta = KeptEdges.build(d.csr.day.numpy(), d.csr.rowptr.numpy(), per_day)
-            base_cumulative, delta_cumulative = as_numpy(base.cumulative), as_numpy(delta.cumulative)
-            head_end = o.base_start + o.head
-            tail = as_numpy(d.tail)
-            rank_start = base_cumulative[o.base_start]
-            rank_head = base_cumulative[head_end] - rank_start
-            rank_tail = base_cumulative[head_end + tail] - rank_start - rank_head
-            delta_start = delta_cumulative[o.delta_start]
-            delta_length = delta_cumulative[o.delta_start + o.length] - delta_start
-            ranks = Overlay.build(rank_start, rank_head, rank_tail, delta_start, delta_length)
-            size = int(base.positions.numel()) + int(ranks.shift[-1])
-            self._kept[per_day] = LiveKept(
-                VirtualKeptPositions(ranks, o, as_numpy(base.positions), as_numpy(delta.positions), size),
-                VirtualCumulative.build(o, base_cumulative, delta_cumulative, tail, self.num_edges + 1))
+            self._kept[per_day] = LiveKept.build(base, delta, self.overlay, as_numpy(d.tail), self.num_edges)
         return self._kept[per_day]
+
+
+_MERGED = "merged"  # the kept_cache entry of the last merged version
+STEP_MAX_ROWS = 4096  # more log rows since the last version: merge from the base instead
+
+
+@dataclass(frozen=True)
+class Merged:
+    """A version's CSR and prefix sums in virtual order, and the log rows they hold (where the next
+    version of the same live graph continues from).
+
+    Args:
+        csr, prefix: the merged arrays.
+        num_rows: source nodes.
+        log: ``(T,)`` source node, destination, day and price of every log row, in log order.
+    """
+
+    csr: TemporalCSR
+    prefix: EdgePrefix
+    num_rows: int
+    log: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _log_rows(d: DeltaCSR) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The delta's new edges back in log order: ``(T,)`` source, destination, day, price (``None``: a
+    delta without :attr:`DeltaCSR.log_index`)."""
+    if d.log_index is None:
+        return None
+    index = as_numpy(d.log_index)
+    new = index >= 0
+    place = index[new]
+    source = np.repeat(as_numpy(d.nodes), np.diff(as_numpy(d.csr.rowptr)))
+    out = []
+    for values in (source, as_numpy(d.csr.col), as_numpy(d.csr.day), as_numpy(d.price)):
+        rows = np.empty(d.new_edges, dtype=values.dtype)
+        rows[place] = values[new]
+        out.append(rows)
+    return tuple(out)
+
+
+def _step(previous: Merged | None, log: tuple | None, num_rows: int) -> tuple[Merged, tuple] | None:
+    """``(previous, the log rows after it)`` when this version is ``previous`` plus a few more log
+    rows (the same rows first, no node removed), else ``None``."""
+    if previous is None or log is None or previous.num_rows > num_rows:
+        return None
+    count, total = len(previous.log[0]), len(log[0])
+    if not count <= total <= count + STEP_MAX_ROWS:
+        return None
+    if not all(np.array_equal(now[:count], then) for now, then in zip(log, previous.log, strict=True)):
+        return None
+    return previous, tuple(now[count:] for now in log)

@@ -111,62 +111,90 @@ class Overlay:
         """Virtual index where dirty row ``row``'s delta segment begins."""
         return self.start[row] + self.head[row]
 
-    def spread(self, size: int) -> Spread:
-        """Every virtual index ``0 .. size - 1`` located at once (:class:`Spread`), in O(size) numpy
-        passes rather than a binary search per index."""
-        return Spread.build(self, size)
+    def layout(self, size: int) -> Layout:
+        """Every virtual index ``0 .. size - 1`` located at once (:class:`Layout`), to copy whole arrays
+        into virtual order without a binary search per index."""
+        return Layout.build(self, size)
+
+
+PIECES_MAX_ROWS = 512  # up to this many dirty rows, copy contiguous slices; past it, one gather
 
 
 @dataclass(frozen=True)
-class Spread:
+class Layout:
     """Where every virtual index ``0 .. S - 1`` lies, for copying whole arrays into virtual order.
 
-    The virtual space is a run of segments: the base indices before the first dirty row, then per
-    dirty row ``j`` its head, its delta segment and the base indices after it up to the next dirty
-    row. :meth:`locate` gives each index the same row, case and base / delta index.
+    The virtual space is a run of base *pieces* (the base indices before the first dirty row's
+    delta segment, between two dirty rows' delta segments, after the last), each shifted by a
+    constant, with dirty row ``j``'s delta segment after piece ``j``: :meth:`Overlay.locate` puts
+    each index in the same place. Few dirty rows: the pieces are copied as slices (memory speed);
+    many: through ``source``, one gather, since a Python loop over thousands of slices costs more.
 
     Args:
-        lengths: ``(3K + 1,)`` segment lengths: before, then per dirty row head, delta, after.
-        source: ``(S,)`` int64 base index of each virtual index (``0`` inside delta segments).
+        base_first: ``(K + 1,)`` int64 where each base piece begins in the base space.
+        virtual_first: ``(K + 1,)`` int64 where it begins in the virtual space.
+        head_end: ``(K,)`` int64 where each delta segment begins (base piece ``j`` ends).
+        length: ``(K,)`` int64 the delta segments' lengths.
+        source: ``(S,)`` int64 base index of each virtual index (``0`` inside delta segments), or
+            ``None`` (copy slices).
         in_delta: ``(M,)`` int64 the virtual indices inside delta segments, in delta order.
         delta_index: ``(M,)`` int64 their delta indices.
         delta_row: ``(M,)`` int64 their dirty rows.
     """
 
-    lengths: np.ndarray
-    source: np.ndarray
+    base_first: np.ndarray
+    virtual_first: np.ndarray
+    head_end: np.ndarray
+    length: np.ndarray
+    source: np.ndarray | None
     in_delta: np.ndarray
     delta_index: np.ndarray
     delta_row: np.ndarray
 
     @classmethod
-    def build(cls, o: Overlay, size: int) -> Spread:
+    def build(cls, o: Overlay, size: int) -> Layout:
         k, head_end = len(o.start), o.start + o.head
-        lengths = np.empty(3 * k + 1, dtype=np.int64)
-        lengths[0] = o.start[0] if k else size
-        lengths[1::3], lengths[2::3] = o.head, o.length
-        lengths[3::3] = np.append(o.start[1:], size) - head_end - o.length
-        offset = np.empty(3 * k + 1, dtype=np.int64)  # base index minus virtual index, per segment
-        offset[0] = 0
-        offset[1::3] = offset[2::3] = -o.shift[:-1]
-        offset[3::3] = -o.shift[1:]
-        source = np.arange(size, dtype=np.int64)
-        source += np.repeat(offset, lengths)
+        tail = o.length - np.diff(o.shift)
+        base_first = np.concatenate([np.zeros(1, dtype=np.int64), o.base_start + o.head + tail])
+        virtual_first = base_first + o.shift
         delta_row = np.repeat(np.arange(k, dtype=np.int64), o.length)
         first = np.cumsum(o.length) - o.length
         within = np.arange(len(delta_row), dtype=np.int64) - np.repeat(first, o.length)
         in_delta = head_end[delta_row] + within
-        source[in_delta] = 0
-        return cls(lengths, source, in_delta, o.delta_start[delta_row] + within, delta_row)
+        source = None
+        if k > PIECES_MAX_ROWS:
+            lengths = np.empty(2 * k + 1, dtype=np.int64)  # base piece j, then delta segment j
+            lengths[0::2] = np.append(head_end, size) - virtual_first
+            lengths[1::2] = o.length
+            offset = np.zeros(2 * k + 1, dtype=np.int64)
+            offset[0::2] = -o.shift
+            source = np.arange(size, dtype=np.int64)
+            source += np.repeat(offset, lengths)
+            source[in_delta] = 0
+        return cls(base_first, virtual_first, head_end, o.length, source, in_delta,
+                   o.delta_start[delta_row] + within, delta_row)
 
-    def per_segment(self, before: float | int, head: np.ndarray, after: np.ndarray) -> np.ndarray:
-        """``(S,)`` a value per segment (``before``; per dirty row ``head`` for its head and delta
-        segment, ``after`` for the base indices after it) repeated over its indices."""
-        values = np.empty(len(self.lengths), dtype=np.result_type(head, after))
-        values[0] = before
-        values[1::3] = values[2::3] = head
-        values[3::3] = after
-        return np.repeat(values, self.lengths)
+    def base_part(self, base: np.ndarray, add: np.ndarray | None, size: int, dtype) -> np.ndarray:
+        """``(size,)``: base piece ``j`` (plus ``add[j]``) at its virtual place, in ``dtype``; the
+        delta segments are left for the caller to fill."""
+        ends = np.append(self.head_end, size)
+        if self.source is not None:
+            out = base[self.source[:size]].astype(dtype, copy=False)
+            if add is not None:  # per base piece; the delta segments' values are replaced after
+                lengths = np.empty(2 * len(self.length) + 1, dtype=np.int64)
+                lengths[0::2], lengths[1::2] = ends - self.virtual_first, self.length
+                values = np.zeros(len(lengths), dtype=add.dtype)
+                values[0::2] = add
+                out += np.repeat(values, lengths)
+            return out
+        out = np.empty(size, dtype=dtype)
+        pieces = zip(self.base_first.tolist(), self.virtual_first.tolist(), ends.tolist(), strict=True)
+        for j, (b, v, stop) in enumerate(pieces):
+            if add is None:
+                out[v:stop] = base[b:b + stop - v]
+            else:
+                np.add(base[b:b + stop - v], add[j], out=out[v:stop])
+        return out
 
 
 def take(base: np.ndarray, delta: np.ndarray, in_delta: np.ndarray, base_index: np.ndarray,
@@ -199,13 +227,14 @@ class VirtualArray:
     def shape(self) -> tuple[int]:
         return (self.size,)
 
-    def merged(self, spread: Spread) -> np.ndarray:
+    def merged(self, layout: Layout) -> np.ndarray:
         """The whole array in virtual order: what ``index_select`` gives at ``0 .. size - 1``
-        (``spread``: of ``size`` or more indices)."""
-        if not len(self.base):  # every edge is new
-            return self.delta[spread.delta_index]
-        out = self.base[spread.source[:self.size]]
-        out[spread.in_delta] = self.delta[spread.delta_index]
+        (``layout``: of ``size`` or more indices)."""
+        if len(self.base):
+            out = layout.base_part(self.base, None, self.size, np.result_type(self.base, self.delta))
+        else:  # every edge is new
+            out = np.empty(self.size, dtype=self.delta.dtype)
+        out[layout.in_delta] = self.delta[layout.delta_index]
         return out
 
 
@@ -258,19 +287,18 @@ class VirtualCumulative:
             value += np.where(in_delta, within, 0)
         return as_tensor(value)
 
-    def merged(self, spread: Spread) -> np.ndarray:
-        """The whole array in virtual order (``spread`` of ``size`` indices), the same values, bit for
-        bit, as ``index_select`` at ``0 .. size - 1``: the same additions in the same order."""
-        o, wide, row = self.overlay, self.correction.dtype, spread.delta_row
-        if o.empty:
-            return self.base.astype(wide)
-        value = self.base[spread.source].astype(wide, copy=False)
-        value += spread.per_segment(0, self.correction[:-1], self.correction[1:])
+    def merged(self, layout: Layout) -> np.ndarray:
+        """The whole array in virtual order, the same values, bit for bit, as ``index_select`` at
+        ``0 .. size - 1``: the same additions in the same order (counts in the base's dtype)."""
+        o, wide, row = self.overlay, self.correction.dtype, layout.delta_row
+        # Counts stay in the base's integer type (they count at most the edges, which it holds).
+        value = layout.base_part(self.base, self.correction, self.size,
+                                 self.base.dtype if self.base.dtype.kind == "i" else wide)
         # A delta segment: the base up to the row's head end, plus the delta's own sum so far.
         start = o.base_start[row] + o.head[row]
         in_delta = self.base[start].astype(wide) + self.correction[row]
-        in_delta += self.delta[spread.delta_index].astype(wide) - self.delta[o.delta_start[row]].astype(wide)
-        value[spread.in_delta] = in_delta
+        in_delta += self.delta[layout.delta_index].astype(wide) - self.delta[o.delta_start[row]].astype(wide)
+        value[layout.in_delta] = in_delta
         return value
 
     def numel(self) -> int:
