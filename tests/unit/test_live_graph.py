@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+import models.store.live_csr as live_csr
 from models.graph.history import snapshot_history, snapshot_popularity
 from models.graph.sampler import SamplerConfig, TemporalSampler
 from models.graph.temporal_features import active_within, mean_price, temporal_features
@@ -47,8 +48,17 @@ def _batches(tables: RelTables, tx: Transactions, size: int, first: int = 1) -> 
     return batches
 
 
-@pytest.fixture(scope="module")
-def graphs(tmp_path_factory: pytest.TempPathFactory) -> tuple[LiveGraph, GraphSnapshot]:
+@pytest.fixture(scope="module", params=["merged", "overlay"])
+def graphs(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> tuple[LiveGraph, GraphSnapshot]:
+    """The live graph (read from merged arrays, or through the overlay alone) and the rebuild."""
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "overlay":
+            patch.setattr(live_csr, "MERGED_MAX_EDGES", -1)
+        return _graphs(tmp_path_factory)
+
+
+def _graphs(tmp_path_factory: pytest.TempPathFactory) -> tuple[LiveGraph, GraphSnapshot]:
     rng = np.random.default_rng(3)
     size = 1500
     customer = rng.integers(0, CUSTOMERS - 2, size)  # the last two customers never buy
