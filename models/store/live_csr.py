@@ -10,6 +10,7 @@ indices aside: new nodes are numbered after the base's). The base arrays stay me
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +26,7 @@ FAR = 2**40  # a day after every edge (the split of a row the delta does not tou
 # Up to this many edges a version copies its CSR and prefix sums into virtual order once (O(E) per
 # applied batch, ~0.2 ms per 100k edges and array), so that every read is the snapshot's own single
 # gather; past it, each read maps its indices through the overlay instead (docs/fresh-graph.md).
-MERGED_MAX_EDGES = 4_000_000
+MERGED_MAX_EDGES = 2_000_000
 
 
 def _before(key: np.ndarray, min_day: int, span: int, ids: np.ndarray, time: np.ndarray) -> np.ndarray:
@@ -167,7 +168,8 @@ class LiveCSR:
         else:
             previous, (src, dst, day, price) = step
             small = build_delta(previous.csr, previous.prefix, None, previous.num_rows, src, dst, day, price)
-            later = LiveCSR(previous.csr, previous.prefix, small, self.num_rows)
+            later = LiveCSR(previous.csr, previous.prefix, small, self.num_rows,
+                            {_BUFFERS: self.kept_cache.setdefault(_BUFFERS, Buffers())})
             csr, prefix = TemporalCSR(later.rowptr, later.col, later.day), later.prefix
         for name, value in (("rowptr", csr.rowptr), ("col", csr.col), ("day", csr.day), ("prefix", prefix)):
             object.__setattr__(self, name, value)
@@ -177,8 +179,13 @@ class LiveCSR:
     def _merge_whole(self) -> tuple[TemporalCSR, EdgePrefix]:
         """The values the overlay reads at every position (the same ones, bit for bit)."""
         d, layout = self.delta, self.overlay.layout(self.num_edges + 1)
+        buffers: Buffers = self.kept_cache.setdefault(_BUFFERS, Buffers())
+
+        def merged(name: str, array: VirtualArray | VirtualCumulative) -> np.ndarray:
+            return array.merged(layout, buffers.get(name, array.dtype, array.size))
+
         rowptr = self.rowptr.at(np.arange(self.num_rows + 1))
-        day = self.day.merged(layout)
+        day = merged("day", self.day)
         base = self.base_prefix
         days = [base.min_day, base.min_day + base.span - 2] if self.base.num_edges else []
         if d.csr.num_edges:
@@ -186,13 +193,15 @@ class LiveCSR:
             days += [int(delta_day.min()), int(delta_day.max())]
         min_day = min(days, default=0)
         span = max(days, default=0) - min_day + 2
-        key = self._key(layout, rowptr, day, min_day, span)
-        prefix = EdgePrefix(as_tensor(self.prefix.spend.merged(layout)),
-                            as_tensor(self.prefix.day_starts.merged(layout)), as_tensor(key), min_day, span)
-        return TemporalCSR(as_tensor(rowptr), as_tensor(self.col.merged(layout)), as_tensor(day)), prefix
+        key = self._key(layout, rowptr, day, min_day, span, buffers)
+        prefix = EdgePrefix(as_tensor(merged("spend", self.prefix.spend)),
+                            as_tensor(merged("day_starts", self.prefix.day_starts)), as_tensor(key),
+                            min_day, span)
+        col = merged("col", self.col)
+        return TemporalCSR(as_tensor(rowptr), as_tensor(col), as_tensor(day)), prefix
 
-    def _key(self, layout: Layout, rowptr: np.ndarray, day: np.ndarray, min_day: int,
-             span: int) -> np.ndarray:
+    def _key(self, layout: Layout, rowptr: np.ndarray, day: np.ndarray, min_day: int, span: int,
+             buffers: Buffers) -> np.ndarray:
         """``(E,)`` the sorted ``row * span + day - min_day`` key: the base's pieces copied when its
         days span the same range, else computed whole."""
         dtype = np.int32 if self.num_rows * span <= INT32_MAX else np.int64  # as a rebuild stores it
@@ -201,7 +210,8 @@ class LiveCSR:
             delta_key = np.repeat(as_numpy(d.nodes) * span - min_day, np.diff(as_numpy(d.csr.rowptr)))
             delta_key += as_numpy(d.csr.day)
             return VirtualArray(self.overlay, as_numpy(self.base_prefix.key).astype(dtype, copy=False),
-                                delta_key.astype(dtype), self.num_edges).merged(layout)
+                                delta_key.astype(dtype), self.num_edges).merged(
+                layout, buffers.get("key", dtype, self.num_edges))
         key = np.repeat(np.arange(self.num_rows, dtype=dtype) * dtype(span), np.diff(rowptr))
         key += day
         key -= dtype(min_day)
@@ -227,7 +237,33 @@ class LiveCSR:
         return self._kept[per_day]
 
 
-_MERGED = "merged"  # the kept_cache entry of the last merged version
+_MERGED, _BUFFERS = "merged", "buffers"  # kept_cache entries: the last merged version, Buffers
+
+
+class Buffers:
+    """Arrays of earlier versions' merged CSRs that nothing reads any more, refilled for the next
+    version: fresh memory costs more to fault in than to fill (~1 ms per 2 MB measured here, a
+    third of an apply). An array is free when no version, view or tensor refers to it: a tensor
+    made from it, or from a view of it, holds a reference, so the count tells."""
+
+    KEEP = 3  # per name: the current version, one a request may still read, the next
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, list[np.ndarray]] = {}
+
+    def get(self, name: str, dtype, size: int) -> np.ndarray:
+        """A ``(size,)`` array of ``dtype`` that no one else holds (contents undefined)."""
+        arrays = self._arrays.setdefault(name, [])
+        for array in arrays:
+            # Referenced only by the list, the loop variable and getrefcount's argument: free.
+            if array.dtype == dtype and len(array) >= size and sys.getrefcount(array) == 3:
+                return array[:size]
+        array = np.empty(size + size // 32 + 64, dtype=dtype)  # room for a few more batches
+        arrays.append(array)
+        del arrays[:-self.KEEP]
+        return array[:size]
+
+
 STEP_MAX_ROWS = 4096  # more log rows since the last version: merge from the base instead
 
 

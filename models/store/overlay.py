@@ -174,12 +174,19 @@ class Layout:
         return cls(base_first, virtual_first, head_end, o.length, source, in_delta,
                    o.delta_start[delta_row] + within, delta_row)
 
-    def base_part(self, base: np.ndarray, add: np.ndarray | None, size: int, dtype) -> np.ndarray:
-        """``(size,)``: base piece ``j`` (plus ``add[j]``) at its virtual place, in ``dtype``; the
-        delta segments are left for the caller to fill."""
+    def base_part(self, base: np.ndarray, add: np.ndarray | None, size: int, dtype,
+                  out: np.ndarray | None = None) -> np.ndarray:
+        """``(size,)``: base piece ``j`` (plus ``add[j]``) at its virtual place, in ``dtype`` (into
+        ``out`` when given); the delta segments are left for the caller to fill."""
         ends = np.append(self.head_end, size)
+        out = np.empty(size, dtype=dtype) if out is None else out
+        if add is not None:
+            add = add.astype(dtype)  # one type in each addition: no casting per element
         if self.source is not None:
-            out = base[self.source[:size]].astype(dtype, copy=False)
+            if base.dtype == dtype:
+                np.take(base, self.source[:size], out=out)
+            else:
+                out[:] = base[self.source[:size]]
             if add is not None:  # per base piece; the delta segments' values are replaced after
                 lengths = np.empty(2 * len(self.length) + 1, dtype=np.int64)
                 lengths[0::2], lengths[1::2] = ends - self.virtual_first, self.length
@@ -187,7 +194,6 @@ class Layout:
                 values[0::2] = add
                 out += np.repeat(values, lengths)
             return out
-        out = np.empty(size, dtype=dtype)
         pieces = zip(self.base_first.tolist(), self.virtual_first.tolist(), ends.tolist(), strict=True)
         for j, (b, v, stop) in enumerate(pieces):
             if add is None:
@@ -215,6 +221,10 @@ class VirtualArray:
     delta: np.ndarray
     size: int
 
+    @property
+    def dtype(self) -> np.dtype:
+        return np.result_type(self.base, self.delta)
+
     def index_select(self, dim: int, index: Tensor) -> Tensor:
         assert dim == 0
         _, case, base_index, delta_index = self.overlay.locate_tensor(index)
@@ -227,12 +237,12 @@ class VirtualArray:
     def shape(self) -> tuple[int]:
         return (self.size,)
 
-    def merged(self, layout: Layout) -> np.ndarray:
+    def merged(self, layout: Layout, out: np.ndarray | None = None) -> np.ndarray:
         """The whole array in virtual order: what ``index_select`` gives at ``0 .. size - 1``
-        (``layout``: of ``size`` or more indices)."""
+        (``layout``: of ``size`` or more indices; ``out``: where, else a new array)."""
         if len(self.base):
-            out = layout.base_part(self.base, None, self.size, np.result_type(self.base, self.delta))
-        else:  # every edge is new
+            out = layout.base_part(self.base, None, self.size, self.dtype, out)
+        elif out is None:  # every edge is new
             out = np.empty(self.size, dtype=self.delta.dtype)
         out[layout.in_delta] = self.delta[layout.delta_index]
         return out
@@ -287,19 +297,24 @@ class VirtualCumulative:
             value += np.where(in_delta, within, 0)
         return as_tensor(value)
 
-    def merged(self, layout: Layout) -> np.ndarray:
+    def merged(self, layout: Layout, out: np.ndarray | None = None) -> np.ndarray:
         """The whole array in virtual order, the same values, bit for bit, as ``index_select`` at
-        ``0 .. size - 1``: the same additions in the same order (counts in the base's dtype)."""
+        ``0 .. size - 1``: the same additions in the same order (counts in :meth:`dtype`; ``out``:
+        where, else a new array)."""
         o, wide, row = self.overlay, self.correction.dtype, layout.delta_row
-        # Counts stay in the base's integer type (they count at most the edges, which it holds).
-        value = layout.base_part(self.base, self.correction, self.size,
-                                 self.base.dtype if self.base.dtype.kind == "i" else wide)
+        value = layout.base_part(self.base, self.correction, self.size, self.dtype, out)
         # A delta segment: the base up to the row's head end, plus the delta's own sum so far.
         start = o.base_start[row] + o.head[row]
         in_delta = self.base[start].astype(wide) + self.correction[row]
         in_delta += self.delta[layout.delta_index].astype(wide) - self.delta[o.delta_start[row]].astype(wide)
         value[layout.in_delta] = in_delta
         return value
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Of :meth:`merged`: counts stay in the base's integer type (they count at most the edges,
+        which it holds), sums in float64."""
+        return self.base.dtype if self.base.dtype.kind == "i" else self.correction.dtype
 
     def numel(self) -> int:
         return self.size

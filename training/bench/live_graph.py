@@ -13,6 +13,11 @@ Each mode runs in its own process, ``--rounds`` times interleaved; the table sho
 figures (the machine's other load only ever adds). Then, for the live graph: milliseconds to apply
 one batch, to refresh the purchase article keys, and to compact (write the live graph as a
 snapshot), and the recompiles counted after the live runs (``--compile buckets``: must be 0).
+
+``--side-by-side``: instead, in one process, the snapshot and the live graph with ``--rows`` applied
+answer the same batches, alternately, ``--rounds`` times; per task and batch size the medians and
+the median of the rounds' live / snapshot ratios; then the median milliseconds to apply a
+``--apply-rows`` batch on top (with ``--before-code``, the same again with that code).
 """
 
 from __future__ import annotations
@@ -45,7 +50,11 @@ def _arguments(argv: list[str] | None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--before-code", type=Path, default=None, metavar="DIR",
                         help="a directory holding an older models/ package, timed as 'before'")
-    parser.add_argument("--mode", choices=MODES, default=None, help=argparse.SUPPRESS)  # one child's mode
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="snapshot vs live graph in one process, ratios per task and batch size")
+    parser.add_argument("--apply-rows", type=int, default=100,
+                        help="rows of the batches timed by --side-by-side")
+    parser.add_argument("--mode", choices=(*MODES, "side"), default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -67,6 +76,74 @@ def _ingest(graph, rows: int, batch_rows: int) -> list[float]:
             "customer_id": [customers[i].decode() for i in rng.integers(0, len(customers), size)],
             "article_id": [articles[i].decode() for i in rng.integers(0, len(articles), size)],
             "price": rng.gamma(2.0, 0.014, size).tolist()})
+        started = time.perf_counter()
+        graph.apply(batch)
+        seconds.append((time.perf_counter() - started) * 1000)
+    return seconds
+
+
+def _side_by_side(args) -> dict:
+    """Snapshot and live graph in this process, alternately on the same batches (see the module
+    docstring)."""
+    import numpy as np
+    import torch
+
+    from models.runtime.inference import TaskInference
+    from models.store.live import LiveGraph
+    from models.store.snapshot import GraphSnapshot
+
+    torch.set_num_threads(args.threads)
+    snapshot = GraphSnapshot.open(args.artifacts / "snapshot")
+    live = LiveGraph(snapshot)
+    _ingest(live, args.rows, args.batch_rows)
+    import models
+
+    out: dict = {"latency": {}, "delta_rows": live.delta_edges, "models": str(Path(models.__file__).parent)}
+    for task in args.tasks:
+        runs = {name: TaskInference.from_bundle(args.artifacts / task, graph, compile=args.compile,
+                                                max_batch_size=max(args.batch_sizes))
+                for name, graph in (("snapshot", snapshot), ("live", live))}
+        for inference in runs.values():
+            inference.warm_up()
+        generator = torch.Generator().manual_seed(0)
+        for size in args.batch_sizes:
+            count = snapshot.num_nodes[runs["live"].entity_type]
+            entities = [torch.randint(count, (size,), generator=generator) for _ in range(args.calls)]
+            rounds: dict[str, list[float]] = {name: [] for name in runs}
+            for _ in range(args.rounds):
+                for name, inference in runs.items():
+                    for entity in entities[:10]:
+                        inference.run(entity)
+                    times = []
+                    for entity in entities:
+                        started = time.perf_counter()
+                        inference.run(entity)
+                        times.append((time.perf_counter() - started) * 1000)
+                    rounds[name].append(float(np.median(times)))
+            ratios = [ms / base_ms for ms, base_ms in zip(rounds["live"], rounds["snapshot"], strict=True)]
+            out["latency"][f"{task}/{size}"] = [float(np.median(rounds["snapshot"])),
+                                                float(np.median(rounds["live"])), float(np.median(ratios))]
+    applied = _ingest_more(live, args.apply_rows, 20)
+    out["apply_ms"], out["apply_at"] = float(np.median(applied)), live.delta_edges
+    return out
+
+
+def _ingest_more(graph, rows: int, batches: int) -> list[float]:
+    """Apply ``batches`` more random ``rows``-row batches, all on the next day (a stream within a
+    day); each apply's milliseconds."""
+    import numpy as np
+
+    from models.store.records import IngestBatch
+
+    rng = np.random.default_rng(1)
+    customers, articles = graph.base.ids["customer"], graph.base.ids["article"]
+    seconds, day = [], int(graph.now_day)
+    for _ in range(batches):
+        batch = IngestBatch(graph.sequence + 1, "transactions", {
+            "day": [day] * rows,
+            "customer_id": [customers[i].decode() for i in rng.integers(0, len(customers), rows)],
+            "article_id": [articles[i].decode() for i in rng.integers(0, len(articles), rows)],
+            "price": rng.gamma(2.0, 0.014, rows).tolist()})
         started = time.perf_counter()
         graph.apply(batch)
         seconds.append((time.perf_counter() - started) * 1000)
@@ -136,14 +213,18 @@ def graph_batch_after(graph):
 
 
 def _run_mode(args, mode: str, argv: list[str]) -> dict:
-    env = dict(os.environ)
-    if mode == "before":
-        env["PYTHONPATH"] = os.pathsep.join([str(args.before_code), str(Path.cwd())])
-        mode_for_child = "snapshot"
+    env, cwd = dict(os.environ), None
+    if mode in ("before", "before-side"):
+        # `python -m` puts the working directory first on sys.path: run from DIR, so that its
+        # models/ is the one imported (and this checkout's training/ the next).
+        env["PYTHONPATH"] = str(Path.cwd())
+        cwd = args.before_code.resolve()
+        mode_for_child = "snapshot" if mode == "before" else "side"
     else:
         mode_for_child = mode
-    command = [sys.executable, "-m", "training.bench.live_graph", *argv, "--mode", mode_for_child]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    command = [sys.executable, "-m", "training.bench.live_graph", *argv, "--mode", mode_for_child,
+               "--artifacts", str(args.artifacts.resolve())]
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"{mode}: failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -153,8 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _arguments(argv)
     if args.mode is not None:
-        print(json.dumps(_measure(args)))
+        print(json.dumps(_side_by_side(args) if args.mode == "side" else _measure(args)))
         return 0
+    if args.side_by_side:
+        return _print_side_by_side(args, argv)
     modes = [m for m in MODES if m != "before" or args.before_code is not None]
     results: dict[str, list[dict]] = {m: [] for m in modes}
     for _ in range(args.rounds):
@@ -175,6 +258,26 @@ def main(argv: list[str] | None = None) -> int:
           f"(median, at up to {args.rows:,} rows); refresh purchase keys "
           f"{min(r.get('refresh_keys_ms', float('nan')) for r in live):.0f} ms; compact "
           f"{min(r['compact_ms'] for r in live):.0f} ms; recompiles {live[0].get('recompiles')}")
+    return 0
+
+
+def _print_side_by_side(args, argv: list[str]) -> int:
+    codes = {"this code": _run_mode(args, "side", argv)}
+    if args.before_code is not None:
+        codes[f"before ({args.before_code})"] = _run_mode(args, "before-side", argv)
+    print(f"median ms per call ({args.compile}, {args.threads} thread(s), {args.calls} calls x {args.rounds} "
+          "rounds, snapshot and live alternately in one process); ratio: median of the rounds' live/snapshot")
+    print(f"{'task/batch':<14}" + "".join(f"{f'{code}: snapshot / live+{args.rows} / ratio':>44}"
+                                          for code in codes))
+    first = next(iter(codes.values()))
+    for key in first["latency"]:
+        cells = "".join(f"{'{:.2f} / {:.2f} / {:.3f}'.format(*r['latency'][key]):>44}"
+                        for r in codes.values())
+        print(f"{key:<14}{cells}")
+    for code, result in codes.items():
+        print(f"{code} ({result['models']}): apply a {args.apply_rows}-row batch: "
+              f"{result['apply_ms']:.2f} ms (median of 20, at {result['delta_rows']:,} to "
+              f"{result['apply_at']:,} delta rows)")
     return 0
 
 
