@@ -19,7 +19,7 @@ import models.store.overlay as overlay
 from models.schema import NODE_TYPES
 from models.store.delta import build_delta
 from models.store.live import LiveGraph
-from models.store.live_csr import LiveCSR, Merged, _step
+from models.store.live_csr import Buffers, LiveCSR, Merged, _step
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
 from models.store.snapshot_prefix import OTHER
@@ -147,3 +147,30 @@ def test_past_the_limit_every_read_goes_through_the_overlay(base_and_batches, tm
     assert not any(csr.merged for csr in view.adjacency.values())
     assert all(csr.merged for csr in _views(base, batches[:1], one_by_one=True).adjacency.values()
                if isinstance(csr, LiveCSR))
+
+
+def test_an_array_is_reused_only_once_nothing_holds_it() -> None:
+    buffers = Buffers()
+    first = buffers.get("col", np.int32, 100)
+    held = torch.from_numpy(first[:10])  # a tensor over a view of it, as a version holds its arrays
+    del first
+    second = buffers.get("col", np.int32, 101)
+    assert not np.shares_memory(second, held.numpy())
+    address = second.__array_interface__["data"][0]
+    del second
+    third = buffers.get("col", np.int32, 99)  # the free one again, never the held one
+    assert third.__array_interface__["data"][0] == address and not np.shares_memory(third, held.numpy())
+    assert buffers.get("col", np.int64, 10).dtype == np.int64
+
+
+def test_a_version_still_read_keeps_its_values(base_and_batches) -> None:
+    base, batches = base_and_batches
+    graph = LiveGraph(base)
+    graph.apply_many(batches[:4])
+    old = graph.view()
+    before = {t: _reads(old.adjacency[(t, OTHER[t])]) for t in NODE_TYPES}
+    for batch in batches[4:12]:  # each builds a version into buffers nothing holds
+        graph.apply(batch)
+    for t in NODE_TYPES:
+        for name, value in _reads(old.adjacency[(t, OTHER[t])]).items():
+            assert torch.equal(value, before[t][name]), (t, name)
