@@ -14,10 +14,12 @@ figures (the machine's other load only ever adds). Then, for the live graph: mil
 one batch, to refresh the purchase article keys, and to compact (write the live graph as a
 snapshot), and the recompiles counted after the live runs (``--compile buckets``: must be 0).
 
-``--side-by-side``: instead, in one process, the snapshot and the live graph with ``--rows`` applied
-answer the same batches, alternately, ``--rounds`` times; per task and batch size the medians and
-the median of the rounds' live / snapshot ratios; then the median milliseconds to apply a
-``--apply-rows`` batch on top (with ``--before-code``, the same again with that code).
+``--side-by-side``: instead, in one process, the snapshot, the live graph with ``--rows`` applied and
+that live graph compacted into a snapshot (the same rows, rebuilt) answer the same batches,
+alternately, ``--rounds`` times; per task and batch size the medians and the median of the rounds'
+live / snapshot and live / compacted ratios (wall time, and live / snapshot in CPU time, which the
+machine's other load inflates less); then the median milliseconds to apply a ``--apply-rows`` batch
+on top (with ``--before-code``, the same again with that code).
 """
 
 from __future__ import annotations
@@ -83,12 +85,14 @@ def _ingest(graph, rows: int, batch_rows: int) -> list[float]:
 
 
 def _side_by_side(args) -> dict:
-    """Snapshot and live graph in this process, alternately on the same batches (see the module
-    docstring)."""
+    """Snapshot, compacted snapshot and live graph in this process, alternately on the same batches
+    (see the module docstring)."""
     import numpy as np
     import torch
 
+    import models
     from models.runtime.inference import TaskInference
+    from models.store.compact import materialize
     from models.store.live import LiveGraph
     from models.store.snapshot import GraphSnapshot
 
@@ -96,58 +100,68 @@ def _side_by_side(args) -> dict:
     snapshot = GraphSnapshot.open(args.artifacts / "snapshot")
     live = LiveGraph(snapshot)
     _ingest(live, args.rows, args.batch_rows)
-    import models
-
+    directory = tempfile.TemporaryDirectory()
+    materialize(live.view(), Path(directory.name) / "snapshot")  # the same rows, rebuilt
+    graphs = {"snapshot": snapshot, "compacted": GraphSnapshot.open(Path(directory.name) / "snapshot"),
+              "live": live}
     out: dict = {"latency": {}, "delta_rows": live.delta_edges, "models": str(Path(models.__file__).parent)}
     for task in args.tasks:
         runs = {name: TaskInference.from_bundle(args.artifacts / task, graph, compile=args.compile,
                                                 max_batch_size=max(args.batch_sizes))
-                for name, graph in (("snapshot", snapshot), ("live", live))}
+                for name, graph in graphs.items()}
         for inference in runs.values():
             inference.warm_up()
         generator = torch.Generator().manual_seed(0)
         for size in args.batch_sizes:
             count = snapshot.num_nodes[runs["live"].entity_type]
             entities = [torch.randint(count, (size,), generator=generator) for _ in range(args.calls)]
-            rounds: dict[str, list[float]] = {name: [] for name in runs}
+            wall: dict[str, list[float]] = {name: [] for name in runs}
+            cpu: dict[str, list[float]] = {name: [] for name in runs}
             for _ in range(args.rounds):
                 for name, inference in runs.items():
                     for entity in entities[:10]:
                         inference.run(entity)
                     times = []
                     for entity in entities:
-                        started = time.perf_counter()
+                        started, started_cpu = time.perf_counter(), time.process_time()
                         inference.run(entity)
-                        times.append((time.perf_counter() - started) * 1000)
-                    rounds[name].append(float(np.median(times)))
-            ratios = [ms / base_ms for ms, base_ms in zip(rounds["live"], rounds["snapshot"], strict=True)]
-            out["latency"][f"{task}/{size}"] = [float(np.median(rounds["snapshot"])),
-                                                float(np.median(rounds["live"])), float(np.median(ratios))]
+                        times.append((time.perf_counter() - started, time.process_time() - started_cpu))
+                    wall[name].append(float(np.median([w for w, _ in times])) * 1000)
+                    cpu[name].append(float(np.median([c for _, c in times])) * 1000)
+
+            def ratio(times: dict[str, list[float]], base: str) -> float:
+                return float(np.median([a / b for a, b in zip(times["live"], times[base], strict=True)]))
+
+            out["latency"][f"{task}/{size}"] = [*(float(np.median(wall[name])) for name in graphs),
+                                                ratio(wall, "snapshot"), ratio(wall, "compacted"),
+                                                ratio(cpu, "snapshot")]
+    directory.cleanup()
     applied = _ingest_more(live, args.apply_rows, 20)
-    out["apply_ms"], out["apply_at"] = float(np.median(applied)), live.delta_edges
+    out["apply_ms"] = [float(np.median([w for w, _ in applied])), float(np.median([c for _, c in applied]))]
+    out["apply_at"] = live.delta_edges
     return out
 
 
-def _ingest_more(graph, rows: int, batches: int) -> list[float]:
+def _ingest_more(graph, rows: int, batches: int) -> list[tuple[float, float]]:
     """Apply ``batches`` more random ``rows``-row batches, all on the next day (a stream within a
-    day); each apply's milliseconds."""
+    day); each apply's wall and CPU milliseconds."""
     import numpy as np
 
     from models.store.records import IngestBatch
 
     rng = np.random.default_rng(1)
     customers, articles = graph.base.ids["customer"], graph.base.ids["article"]
-    seconds, day = [], int(graph.now_day)
+    times, day = [], int(graph.now_day)
     for _ in range(batches):
         batch = IngestBatch(graph.sequence + 1, "transactions", {
             "day": [day] * rows,
             "customer_id": [customers[i].decode() for i in rng.integers(0, len(customers), rows)],
             "article_id": [articles[i].decode() for i in rng.integers(0, len(articles), rows)],
             "price": rng.gamma(2.0, 0.014, rows).tolist()})
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         graph.apply(batch)
-        seconds.append((time.perf_counter() - started) * 1000)
-    return seconds
+        times.append(((time.perf_counter() - started) * 1000, (time.process_time() - started_cpu) * 1000))
+    return times
 
 
 def _measure(args) -> dict:
@@ -264,20 +278,20 @@ def main(argv: list[str] | None = None) -> int:
 def _print_side_by_side(args, argv: list[str]) -> int:
     codes = {"this code": _run_mode(args, "side", argv)}
     if args.before_code is not None:
-        codes[f"before ({args.before_code})"] = _run_mode(args, "before-side", argv)
+        codes["before"] = _run_mode(args, "before-side", argv)
     print(f"median ms per call ({args.compile}, {args.threads} thread(s), {args.calls} calls x {args.rounds} "
-          "rounds, snapshot and live alternately in one process); ratio: median of the rounds' live/snapshot")
-    print(f"{'task/batch':<14}" + "".join(f"{f'{code}: snapshot / live+{args.rows} / ratio':>44}"
-                                          for code in codes))
-    first = next(iter(codes.values()))
-    for key in first["latency"]:
-        cells = "".join(f"{'{:.2f} / {:.2f} / {:.3f}'.format(*r['latency'][key]):>44}"
-                        for r in codes.values())
-        print(f"{key:<14}{cells}")
+          "rounds, the graphs alternately in one process); ratios: median of the rounds' live / other, wall "
+          "time (and CPU time)")
+    columns = ("snapshot", "compacted", f"live+{args.rows}", "live/snap", "live/compacted", "CPU live/snap")
     for code, result in codes.items():
-        print(f"{code} ({result['models']}): apply a {args.apply_rows}-row batch: "
-              f"{result['apply_ms']:.2f} ms (median of 20, at {result['delta_rows']:,} to "
-              f"{result['apply_at']:,} delta rows)")
+        print(f"{code} ({result['models']}):")
+        print(f"{'task/batch':<14}" + "".join(f"{c:>16}" for c in columns))
+        for key, row in result["latency"].items():
+            cells = [f"{v:>16.2f}" for v in row[:3]] + [f"{v:>16.3f}" for v in row[3:]]
+            print(f"{key:<14}" + "".join(cells))
+        wall_ms, cpu_ms = result["apply_ms"]
+        print(f"apply a {args.apply_rows}-row batch: {wall_ms:.2f} ms wall, {cpu_ms:.2f} ms CPU (median of "
+              f"20, at {result['delta_rows']:,} to {result['apply_at']:,} delta rows)")
     return 0
 
 
