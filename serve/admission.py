@@ -48,10 +48,12 @@ class AdmissionState:
     limits: dict[str, int]
     in_flight: dict[str, Any] = field(init=False)
     draining: Any = field(init=False)
+    graph_down: Any = field(init=False)  # 1 while the graph owner restarts (serve.graph.supervisor)
 
     def __post_init__(self) -> None:
         self.in_flight = {path: mp.Value("i", 0) for path in self.limits}
         self.draining = mp.Value("b", 0)
+        self.graph_down = mp.Value("b", 0)
 
     def total_in_flight(self) -> int:
         return sum(value.value for value in self.in_flight.values())
@@ -116,6 +118,10 @@ class Admission:
         path = scope.get("path", "") if scope["type"] == "http" else ""
         if path == HEALTH_PATH and self.state.draining.value:
             await _answer(send, 503, "shutting down", ((b"connection", b"close"),))
+            return
+        if path == HEALTH_PATH and self.state.graph_down.value:
+            await _answer(send, 503, "the live graph's owner is starting; answers come from the last "
+                                     "published graph meanwhile")
             return
         if path not in self.state.limits or scope["method"] != "POST":
             await self.app(scope, receive, send)

@@ -85,7 +85,7 @@ class TaskAPI(ls.LitAPI):
         self.settings = settings
         self.inference: TaskInference | None = None
         self.metrics: WorkerMetrics | None = None
-        self.follower: Any = None  # serve.ingest.follower.Follower, with --state-dir
+        self.follower: Any = None  # serve.graph.keys.KeyFollower: a ranking task with --state-dir
         self.served: Served | None = None  # the model and version answering (serve.swap)
         self.models: ModelSlot | None = None
         self.device = "cpu"
@@ -96,14 +96,16 @@ class TaskAPI(ls.LitAPI):
         torch.set_num_threads(self.settings.threads)
         torch.set_num_interop_threads(1)
         started = time.perf_counter()
-        if self.settings.ingest is None:
+        ingest = self.settings.ingest
+        if ingest is None:
             graph = GraphSnapshot.open(self.settings.snapshot_dir)
-        else:
-            from serve.ingest.follower import open_follower  # the live graph: only with --state-dir
+        else:  # the graph owner's live graph (serve.graph), mapped: this worker applies nothing
+            from models.store.live import wall_clock
+            from models.store.shared_graph import SharedGraph
+            from models.store.shared_header import shared_dir
 
-            artifacts = Path(self.settings.snapshot_dir).parent
-            self.follower = open_follower(self.settings.ingest, self.task, artifacts)
-            graph = self.follower.graph
+            clock = wall_clock if ingest.clock == "wall" else None
+            graph = SharedGraph(shared_dir(ingest.state_dir), clock=clock)
         self.device = device
         self.inference = self.load_model(Path(self.settings.bundle_dir), graph)
         report = self.inference.warm_up()
@@ -114,16 +116,21 @@ class TaskAPI(ls.LitAPI):
         # collection over them stalled a batch by 100+ ms under load (docs/decisions.md,
         # "`gc.freeze()` after setup").
         gc.freeze()
-        if self.follower is not None:
-            # Purchase keys follow the graph and the seed day; the follower thread recomputes them
-            # when stale, so answering never waits on it.
-            self.follower.refresh = self.inference.refresh_article_keys if self.task_spec.ranks else None
-            self.follower.switch = self.inference.use_graph  # a compacted snapshot version
-            self.follower.start()
+        if ingest is not None and self.task_spec.ranks:
+            # Purchase keys follow the graph and the seed day; a thread recomputes them when stale,
+            # so answering never waits on it.
+            from serve.graph.keys import KeyFollower
+            from serve.ingest.metrics import FollowerMetrics
+            from serve.ingest.progress import ProgressFile
+
+            self.follower = KeyFollower(lambda: self.served, graph, ProgressFile(ingest.state_dir, self.task),
+                                        FollowerMetrics(self.task), ingest.poll_s, ingest.key_share)
         version = self.settings.models.version if self.settings.models else 1
         self.models = ModelSlot(self, Served(self.inference, version, time.time()), self.settings.models,
                                 self.load_model)
         self.models.start()  # hot swaps of model versions in the background
+        if self.follower is not None:
+            self.follower.start()
 
     def load_model(self, bundle_dir: Path, graph: Any) -> TaskInference:
         """A bundle's model over ``graph``, compiled as configured (setup and hot swaps)."""

@@ -25,6 +25,8 @@ from serve.apis import API_CLASSES, WorkerSettings
 from serve.bundles import TaskBundle
 from serve.config import ServeConfig
 from serve.errors import ERROR_RESPONSES, http_error_handler, validation_error_handler
+from serve.graph.owner_keys import RankingTask
+from serve.graph.supervisor import GraphOwnerProcess
 from serve.ingest import server as ingestion
 from serve.ingest.auth import Credentials, KeyAuth
 from serve.metrics import LiveGauges, metrics_route
@@ -42,6 +44,7 @@ class BuiltServer:
     config: ServeConfig
     accelerator: str
     background: ingestion.BackgroundProcess | None = None
+    owner: GraphOwnerProcess | None = None
 
     def run(self) -> None:
         """Serve until shut down (blocks).
@@ -50,6 +53,8 @@ class BuiltServer:
             RuntimeError: a worker's ``setup()`` failed before any worker was ready.
         """
         try:
+            if self.owner is not None:
+                self.owner.start()  # before the workers: their setup() waits for its first version
             if self.background is not None:
                 self.background.start()
             self.server.run(host=self.config.host, port=self.config.port,
@@ -64,6 +69,8 @@ class BuiltServer:
         finally:
             if self.background is not None:
                 self.background.stop()
+            if self.owner is not None:
+                self.owner.stop()
 
     def _stop_children(self) -> None:
         release_children()  # they ignore SIGTERM until now (serve.processes)
@@ -118,21 +125,25 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(HTTPException, http_error_handler)
     _document_errors(app, {api.api_path for api in apis})
-    collectors, background = [_live_gauges(server, admission)], None
+    collectors, background, owner = [_live_gauges(server, admission)], None, None
     credentials = Credentials.from_env()
     if config.ingest is not None:
-        service = ingestion.install(app, config.ingest, bundles[0].snapshot_dir,
-                                    {b.task: config.workers_per_task for b in bundles},
+        keyed = {b.task: config.workers_per_task for b in bundles if API_CLASSES[b.task].task_spec.ranks}
+        service = ingestion.install(app, config.ingest, bundles[0].snapshot_dir, keyed,
                                     draining=lambda: bool(admission.draining.value))
-        collectors.append(ingestion.gauges(service))
-        background = ingestion.BackgroundProcess(config.ingest, bundles[0].snapshot_dir.parent)
+        collectors.append(ingestion.gauges(service, [b.task for b in bundles]))
+        artifacts = bundles[0].snapshot_dir.parent
+        background = ingestion.BackgroundProcess(config.ingest, artifacts)
+        ranking = [RankingTask(b.task, str(b.bundle_dir), versions[b.task])
+                   for b in bundles if b.task in keyed]
+        owner = GraphOwnerProcess(config.ingest, artifacts, admission.graph_down, ranking)
     if config.ingest is not None or credentials.read is not None:
         # Outermost: credentials are checked before admission counts a request or a body is read.
         app.add_middleware(KeyAuth, credentials=credentials, read_paths=frozenset(admission.limits),
                            guard_writes=config.ingest is not None)
     collectors.append(model_admin.install(app, control, config, bundles, credentials))
     app.add_api_route(METRICS_PATH, metrics_route(*collectors), methods=["GET"], include_in_schema=False)
-    return BuiltServer(server, admission, config, accelerator, background)
+    return BuiltServer(server, admission, config, accelerator, background, owner)
 
 
 def _live_gauges(server: ls.LitServer, admission: AdmissionState) -> LiveGauges:

@@ -1,7 +1,8 @@
 """Handing the GIL over faster while a worker's background thread does heavy Python work.
 
-A worker answers in one thread while another loads a model version (:mod:`serve.swap`) or follows
-the ingestion log (:mod:`serve.ingest.follower`). Python hands the GIL to a waiting thread only every
+A worker answers in one thread while another loads a model version (:mod:`serve.swap`) or
+recomputes its own purchase article keys (:mod:`serve.graph.keys`, while the graph owner keys another
+model). Python hands the GIL to a waiting thread only every
 ``sys.getswitchinterval()`` (5 ms by default), and the answering thread drops it at every torch op
 and socket call: each time, the background thread keeps it up to the whole interval, so a request
 that releases the GIL a few dozen times waits a few dozen intervals. While a background thread is

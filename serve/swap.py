@@ -67,8 +67,8 @@ class ModelSlot:
     """A worker's serving model and the thread that swaps it (see the module docstring).
 
     Args:
-        api: the worker's LitAPI; the slot sets its ``served`` and ``inference`` attributes (and
-            rebinds its ingestion follower's callbacks to the new model).
+        api: the worker's LitAPI; the slot sets its ``served`` and ``inference`` attributes (a new
+            model reads the same graph: a live graph follows ingestion by itself, see serve.graph).
         served: the model loaded in ``setup()``.
         settings: how to follow versions (``None``: the version never changes).
         load: ``(bundle directory, graph) -> TaskInference``, loaded as ``setup()`` loads the first.
@@ -211,18 +211,7 @@ class ModelSlot:
         gone (its last batch done), its class and region, and its version."""
         api, old = self.api, self.api.served
         inference, previous = served.inference, old.inference
-        use_graph = getattr(inference, "use_graph", None)
-        if use_graph is not None and inference.snapshot is not previous.snapshot:
-            use_graph(previous.snapshot)  # the ingestion follower moved to a compacted snapshot meanwhile
         api.served, api.inference = served, inference
-        follower = getattr(api, "follower", None)
-        if follower is not None:
-            if getattr(follower, "refresh", None) is not None:
-                follower.refresh = inference.refresh_article_keys
-            if getattr(follower, "switch", None) is not None:
-                follower.switch = use_graph
-        if use_graph is not None and inference.snapshot is not previous.snapshot:
-            use_graph(previous.snapshot)  # a graph switch that reached the old model during the swap
         released = threading.Event()
         weakref.finalize(previous, released.set)
         old_region, self.region = self.region, region

@@ -275,10 +275,13 @@ class TaskInference(ServingGraph):
     def _run(self, serving: Serving, graph: Any, entity: Tensor, k: int = 12, seed_time: Tensor | None = None,
              article_keys: Tensor | None = None, inputs: ModelInputs | None = None) -> InferenceResult:
         t0 = time.perf_counter()
-        if self.spec.ranks and article_keys is None and serving.keys is None:
-            self.refresh_article_keys()  # first use without a warm-up: computed once, here
-            serving = self._serving
         graph = current_version(serving.graph) if graph is None else graph
+        if self.spec.ranks and article_keys is None and (
+                serving.keys is None or serving.keys.version[0] is not getattr(graph, "base", graph)):
+            # First use without a warm-up, or a shared graph that moved to a compacted snapshot (its
+            # article indices differ from the keys'): computed once, here.
+            self.refresh_article_keys()
+            serving = self._serving
         if seed_time is None:
             seed_time = torch.full_like(entity, graph.end_time)
         if inputs is None:

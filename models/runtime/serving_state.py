@@ -85,6 +85,20 @@ class ServingGraph:
         keys = self._keys_for(graph, None) if self.spec.ranks else None
         self._serving = Serving(graph, keys)
 
+    def keys_version(self) -> tuple[Any, int, int] | None:
+        """``(base snapshot, log sequence, seed day)`` the served article keys were computed for
+        (``None``: none yet, or a task without keys)."""
+        keys = self._serving.keys
+        return None if keys is None else keys.version
+
+    def adopt_article_keys(self, keys: ArticleKeys) -> None:
+        """Answer with ``keys``, computed elsewhere (the graph owner) with this model for a version of
+        this graph (same base snapshot), from the next call on."""
+        keys = ArticleKeys(keys.keys.to(self.device), keys.popularity, keys.version)
+        self.article_keys = keys.keys
+        self.popularity = {keys.version: keys.popularity}
+        self._serving = Serving(self._serving.graph, keys)
+
     def article_keys_stale(self) -> bool:
         """Whether the graph or the seed day moved since the article keys were computed (cheap;
         always ``False`` for a task without keys)."""

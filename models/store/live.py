@@ -34,7 +34,7 @@ from models.store.live_view import LiveView
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
 
-__all__ = ["BatchError", "LiveGraph", "SequenceGap", "wall_clock"]
+__all__ = ["VIEW_ATTRIBUTES", "BatchError", "LiveGraph", "SequenceGap", "wall_clock"]
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class LiveGraph:
     # -- read like a snapshot (the current version's) ------------------------------------------
 
     def __getattr__(self, name: str):
-        if name in _VIEW_ATTRIBUTES:
+        if name in VIEW_ATTRIBUTES:
             return getattr(self.view(), name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -171,7 +171,7 @@ class LiveGraph:
         self._view = view.at(self._now(view.max_day))
 
 
-_VIEW_ATTRIBUTES = frozenset({
+VIEW_ATTRIBUTES = frozenset({
     "ids", "categorical", "numeric", "adjacency", "prefix", "min_day", "max_day", "end_time",
     "num_transactions", "num_nodes", "temporal", "directory", "fingerprint", "categorical_names",
     "numeric_names", "cardinalities", "keyed_csr"})

@@ -3,7 +3,7 @@
 
 Compaction folds every batch of the log into a new snapshot version in ``STATE_DIR/snapshots/``
 (:func:`models.store.versions.compact`: written aside, fsynced, then made ``current`` atomically);
-each worker's follower switches to it at its next poll (:mod:`serve.ingest.follower`), and versions
+the graph owner switches to it at its next poll (:mod:`serve.graph.owner`), and versions
 no process holds any more are removed. The log itself is kept whole: the write side's view of ids
 and idempotency keys is built from it.
 """

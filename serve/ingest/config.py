@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 WAL = "wal"  # as models.store.log.WAL, which imports numpy: not here (see above)
 CLOCKS = ("data", "wall")
-# The defaults of the settings the followers (serve.ingest.follower, serve.ingest.pacing) take too.
+# The defaults of the settings the graph owner (serve.graph, serve.ingest.pacing) takes too.
 DEFAULT_POLL_S = 0.05
 DEFAULT_FOLLOW_SHARE = 1.0  # no pause: the lowest lag; measured throughput no worse (BENCHMARKS.md)
 DEFAULT_KEY_SHARE = 0.25  # the purchase keys: the follower's costliest work (BENCHMARKS.md)
@@ -38,18 +38,18 @@ class IngestConfig:
         max_rows: most rows per batch (413 beyond).
         max_bytes: largest ingestion body (413 beyond).
         sync_timeout_s: longest ``?sync=true`` waits for every worker (504 after).
-        poll_s: how often each worker looks for new batches.
+        poll_s: how often the graph owner looks for new batches.
         file_poll_s: how often the file drop looks for new files.
         clock: ``data`` (answers are for the day after the latest transaction) or ``wall`` (for
             tomorrow, UTC, when that is later: seed-time features age on days without sales).
         compact_every_s: fold the log into a new snapshot version this often (``None``: never; use
             ``python -m training.compact``).
-        follow_share: largest share of its time each worker spends applying the log; batches
+        follow_share: largest share of its time the graph owner spends applying the log; batches
             arriving meanwhile are applied together (:mod:`serve.ingest.pacing`). Lower: less taken
             from answers, longer lag; ``1`` (the default): a step as soon as something is new.
-        key_share: largest share of its time the purchase worker spends recomputing the article
-            keys of the whole catalogue (the rows themselves are served from the next step); lower:
-            less taken from answers, staler keys.
+        key_share: largest share of its time the graph owner spends recomputing the article keys
+            of the whole catalogue (the rows themselves are served from the next step); lower: less
+            taken from answers, staler keys.
     """
 
     state_dir: Path
@@ -102,8 +102,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = IngestConfig(state_dir=Path("."))
     group = parser.add_argument_group("ingestion (on with --state-dir; docs/ingestion.md)")
     group.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
-                       help="writable state: the write-ahead log and worker progress; turns the /ingest "
-                            "routes on (they need RELSERVE_WRITE_KEY)")
+                       help="writable state: the write-ahead log, snapshot versions, key progress; turns "
+                            "the /ingest routes on (they need RELSERVE_WRITE_KEY)")
     group.add_argument("--ingest-log", default=d.log, metavar="URL",
                        help="wal (in --state-dir) or redis[s]://[[user]:password@]host[:port][/db]"
                             "[?stream=NAME], shared by replicas")
@@ -119,16 +119,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--sync-timeout", type=float, default=d.sync_timeout_s, metavar="S",
                        help="longest ?sync=true waits for every worker to serve a batch")
     group.add_argument("--ingest-poll", type=float, default=d.poll_s, metavar="S",
-                       help="how often workers look for new batches")
+                       help="how often the graph owner looks for new batches")
     group.add_argument("--clock", default=d.clock, choices=CLOCKS,
                        help="seed day of answers: the day after the latest transaction (data), or "
                             "tomorrow UTC when later (wall)")
     group.add_argument("--ingest-share", type=float, default=d.follow_share, metavar="F",
-                       help="largest share of its time each worker spends applying the log; batches "
+                       help="largest share of its time the graph owner spends applying the log; batches "
                             "arriving meanwhile are applied together (default %(default)g; 1: no pause; "
                             "lower: less taken from answers, longer ingest-to-visible lag)")
     group.add_argument("--key-share", type=float, default=d.key_share, metavar="F",
-                       help="largest share of its time the purchase worker spends recomputing the "
+                       help="largest share of its time the graph owner spends recomputing the "
                             "article keys after the graph changed (default %(default)g; 1: after every "
                             "step; lower: less taken from answers, staler keys)")
     group.add_argument("--compact-every", type=float, default=None, metavar="S",

@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from models.store.records import KINDS
 from serve.ingest.problems import REASONS
-from serve.ingest.progress import WorkerProgress
+from serve.ingest.progress import Progress
 
 LAG_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 30.0)
 APPEND_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -114,40 +114,45 @@ class FollowerMetrics:
 
 
 class IngestGauges(Collector):
-    """Gauges read at scrape time from the workers' progress files and the log.
+    """Gauges read at scrape time from the graph owner's header, the keyed workers' reports and the log.
 
     Args:
-        reports: the live workers' reports (:func:`serve.ingest.progress.read_all`).
+        progress: how far the server serves the log (:func:`serve.ingest.progress.read_progress`).
+        tasks: the served tasks.
         log_sequence: the log's last sequence (``None``: unknown now).
     """
 
-    def __init__(self, reports: Callable[[], list[WorkerProgress]],
+    def __init__(self, progress: Callable[[], Progress], tasks: list[str],
                  log_sequence: Callable[[], int | None]) -> None:
-        self.reports = reports
+        self.progress = progress
+        self.tasks = tasks
         self.log_sequence = log_sequence
 
     def collect(self) -> Iterable[Metric]:
         try:
-            reports = self.reports()
+            now = self.progress()
         except OSError:
-            reports = []
+            now = Progress(None, [])
         families = {
-            "applied": GaugeMetricFamily("relserve_ingest_applied_sequence", "Lowest log sequence the "
-                                         "task's live workers serve.", labels=["task"]),
+            "applied": GaugeMetricFamily("relserve_ingest_applied_sequence", "Log sequence the task's "
+                                         "answers read (the graph owner's published version).",
+                                         labels=["task"]),
             "keyed": GaugeMetricFamily("relserve_ingest_keyed_sequence", "Lowest log sequence the "
                                        "task's live workers serve with article keys that cover it.",
                                        labels=["task"]),
-            "delta": GaugeMetricFamily("relserve_ingest_delta_rows", "Rows the task's workers hold on top "
-                                       "of the base snapshot (largest over workers).", labels=["task"]),
-            "version": GaugeMetricFamily("relserve_snapshot_version", "Snapshot version the task's workers "
-                                         "serve (lowest over workers).", labels=["task"]),
+            "delta": GaugeMetricFamily("relserve_ingest_delta_rows", "Rows the served graph holds on top "
+                                       "of its base snapshot.", labels=["task"]),
+            "version": GaugeMetricFamily("relserve_snapshot_version", "Snapshot version the served graph "
+                                         "is built on.", labels=["task"]),
         }
-        for task in sorted({r.task for r in reports}):
-            mine = [r for r in reports if r.task == task]
-            families["applied"].add_metric([task], min(r.sequence for r in mine))
-            families["keyed"].add_metric([task], min(r.served for r in mine))
-            families["delta"].add_metric([task], max(r.delta_rows for r in mine))
-            families["version"].add_metric([task], min(r.snapshot_version for r in mine))
+        graph = now.graph
+        if graph is not None:
+            for task in self.tasks:
+                keyed = [r.keys_sequence or 0 for r in now.workers if r.task == task]
+                families["applied"].add_metric([task], graph.sequence)
+                families["keyed"].add_metric([task], min([graph.sequence, *keyed]))
+                families["delta"].add_metric([task], graph.delta_rows)
+                families["version"].add_metric([task], graph.snapshot_version)
         yield from families.values()
         try:
             sequence = self.log_sequence()

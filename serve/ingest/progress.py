@@ -1,14 +1,14 @@
-"""How far each inference worker has applied the log: one small file per worker in ``STATE_DIR/workers/``.
+"""How far the server serves the log: the graph owner's published version and the purchase keys.
 
-A worker writes ``<task>.<pid>.json`` (``sequence``, ``keys_sequence``, ``delta_rows``,
-``snapshot_version``) after every step that changed what it serves, by rename, so a reader never
-sees half a file. ``sequence`` is the last batch its graph holds (every answer reads it: churn, sales,
-the purchase customer's own history and query); ``keys_sequence`` the last batch its purchase article
-keys were computed with, which a purchase worker refreshes on its own pacing
-(:mod:`serve.ingest.pacing`); both are equal for a task without keys. The API servers read them to
-answer ``?sync=true`` (every worker of every task at or past a sequence, keys included) and
-``GET /ingest/status``, and ``/metrics`` reads them at scrape time. Files of dead workers are
-ignored (their pid is gone) and the directory is emptied when the server starts.
+Every answer reads the graph owner's latest published version (:mod:`serve.graph`), so its
+sequence, read from the owner's mapped header, is how far every worker's graph reaches. The
+purchase article keys are refreshed by each worker of a ranking task on its own pacing
+(:mod:`serve.graph.keys`); such a worker writes ``STATE_DIR/workers/<task>.<pid>.json``
+(``keys_sequence``, and the ``sequence``, ``delta_rows`` and ``snapshot_version`` of its graph) after
+each refresh, by rename, so a reader never sees half a file. The API servers read both to answer
+``?sync=true`` (the owner and every keyed worker at or past a sequence) and ``GET /ingest/status``,
+and ``/metrics`` reads them at scrape time. Files of dead workers are ignored (their pid is gone) and
+the directory is emptied when the server starts.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from models.files import atomic_write
+from models.store.shared_header import HEADER_FILE, GraphHeader, Published, shared_dir
 from serve.processes import alive
 
 WORKERS_DIR = "workers"  # also a mark of a state directory (models.store.log.replay)
@@ -88,26 +89,51 @@ def read_all(state_dir: str | Path) -> list[WorkerProgress]:
     return reports
 
 
-def visible_sequence(reports: list[WorkerProgress], expected: dict[str, int], keys: bool = True) -> int:
-    """The highest sequence every worker serves: per task, ``expected[task]`` live workers must have
-    reported, else 0 (a worker still starting serves nothing yet). ``keys``: article keys included
-    (what ``?sync=true`` waits for); ``False``: in every worker's graph."""
-    lowest = None
-    for task, count in expected.items():
-        mine = [r for r in reports if r.task == task]
-        sequences = sorted((r.served if keys else r.sequence for r in mine), reverse=True)
-        if len(sequences) < count:
-            return 0
-        task_low = sequences[count - 1]  # extra files: a replaced worker not yet reaped
-        lowest = task_low if lowest is None else min(lowest, task_low)
-    return lowest or 0
+@dataclass(frozen=True)
+class Progress:
+    """How far the server serves the log: the graph owner's published version, and the article
+    keys of each live worker of a ranking task."""
+
+    graph: Published | None
+    workers: list[WorkerProgress]
+
+    @property
+    def applied(self) -> int:
+        """The last batch every answer reads (``0``: nothing published yet)."""
+        return 0 if self.graph is None else self.graph.sequence
+
+    def visible(self, keyed: dict[str, int]) -> int:
+        """The last batch served fully, article keys included (what ``?sync=true`` waits for): per
+        ranking task, ``keyed[task]`` live workers must have reported, else 0."""
+        lowest = self.applied
+        for task, count in keyed.items():
+            sequences = sorted((r.keys_sequence or 0 for r in self.workers if r.task == task), reverse=True)
+            if len(sequences) < count:
+                return 0
+            lowest = min(lowest, sequences[count - 1])  # extra files: a replaced worker not yet reaped
+        return lowest
 
 
-async def wait_visible(state_dir: str | Path, expected: dict[str, int], sequence: int, timeout_s: float,
+_headers: dict[Path, GraphHeader] = {}
+
+
+def read_progress(state_dir: str | Path) -> Progress:
+    """The owner's current version (from its mapped header) and the keyed workers' reports."""
+    directory = shared_dir(Path(state_dir))
+    header = _headers.get(directory)
+    if header is None or not (directory / HEADER_FILE).exists():
+        try:
+            header = _headers[directory] = GraphHeader(directory)
+        except FileNotFoundError:
+            return Progress(None, read_all(state_dir))
+    return Progress(header.read(), read_all(state_dir))
+
+
+async def wait_visible(state_dir: str | Path, keyed: dict[str, int], sequence: int, timeout_s: float,
                        poll_s: float = 0.01) -> bool:
-    """Wait until every worker serves ``sequence``; ``False`` after ``timeout_s``."""
+    """Wait until the server serves ``sequence`` fully; ``False`` after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
-    while visible_sequence(read_all(state_dir), expected) < sequence:
+    while read_progress(state_dir).visible(keyed) < sequence:
         if time.monotonic() >= deadline:
             return False
         await asyncio.sleep(poll_s)

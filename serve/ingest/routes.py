@@ -77,17 +77,19 @@ def add_routes(app: FastAPI, service: IngestService, draining: Callable[[], bool
                           description=__doc__.split("\n\n", 1)[1], openapi_extra=openapi_body(bodies[kind]))
 
     async def status() -> dict[str, Any]:
-        reports = progress.read_all(service.config.state_dir)
-        workers = [{"task": r.task, "pid": r.pid, "sequence": r.sequence, "keys_sequence": r.served,
-                    "delta_rows": r.delta_rows, "snapshot_version": r.snapshot_version}
-                   for r in sorted(reports, key=lambda r: r.task)]
+        now = progress.read_progress(service.config.state_dir)
+        graph = now.graph and {"version": now.graph.version, "pid": now.graph.pid,
+                               "sequence": now.graph.sequence, "delta_rows": now.graph.delta_rows,
+                               "snapshot_version": now.graph.snapshot_version}
+        workers = [{"task": r.task, "pid": r.pid, "keys_sequence": r.keys_sequence, "sequence": r.sequence,
+                    "snapshot_version": r.snapshot_version}
+                   for r in sorted(now.workers, key=lambda r: r.task)]
         return {"log_sequence": await run_in_threadpool(service.log_sequence),
-                "visible_sequence": progress.visible_sequence(reports, service.expected_workers),
-                "applied_sequence": progress.visible_sequence(reports, service.expected_workers, keys=False),
-                "workers": workers}
+                "visible_sequence": now.visible(service.keyed_workers), "applied_sequence": now.applied,
+                "graph": graph, "workers": workers}
 
     app.add_api_route("/ingest/status", status, methods=["GET"],
-                      summary="How far the log is, and how far every worker serves it")
+                      summary="How far the log is, and how far the graph and the article keys serve it")
 
 
 def _endpoint(kind: str, service: IngestService, draining: Callable[[], bool]) -> Callable:
@@ -121,7 +123,7 @@ async def _ingest(kind: str, request: Request, sync: bool, service: IngestServic
         return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "1"})
     answer = {"accepted": accepted.accepted, "sequence": accepted.sequence}
     headers = {REPLAYED_HEADER: "true"} if accepted.replayed else {}
-    if sync and not await progress.wait_visible(service.config.state_dir, service.expected_workers,
+    if sync and not await progress.wait_visible(service.config.state_dir, service.keyed_workers,
                                                 accepted.sequence, service.config.sync_timeout_s):
         detail = (f"durable as sequence {accepted.sequence}, but not served by every worker within "
                   f"{service.config.sync_timeout_s:g} s (--sync-timeout); GET /ingest/status shows how far "

@@ -40,14 +40,15 @@ class IngestService:
     Args:
         config: the ingestion settings.
         snapshot_dir: the snapshot the server serves.
-        expected_workers: per task, how many inference workers serve it (``?sync=true`` waits for all).
+        keyed_workers: per ranking task, how many inference workers refresh its article keys
+            (``?sync=true`` waits for all of them).
     """
 
     def __init__(self, config: IngestConfig, snapshot_dir: str | Path,
-                 expected_workers: dict[str, int]) -> None:
+                 keyed_workers: dict[str, int]) -> None:
         self.config = config
         self.snapshot_dir = Path(snapshot_dir)
-        self.expected_workers = expected_workers
+        self.keyed_workers = keyed_workers
         self._lock = threading.Lock()
         self._pid: int | None = None
         self._ingestor: Ingestor | None = None

@@ -1,7 +1,8 @@
 """Crash test: ``kill -9`` of the whole server during a stream of batches, a torn record left at the end of
 the WAL, then a restart. Every acknowledged batch is in the log exactly once, whole, under the sequence
 its answer gave; the torn record is dropped with a warning; retries of every batch sent (answered or
-not) append nothing twice; and the restarted workers serve the whole log."""
+not) append nothing twice; and the restarted workers serve the whole log. Then ``kill -9`` of the graph
+owner alone, under load."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from pathlib import Path
 import pytest
 import requests
 
+from models.schema import CUSTOMER
 from models.store.log.wal import WriteAheadLog, segment_name
 from models.store.log.wal_records import frame
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import ServerProcess
-from tests.ingest_helpers import WRITE_KEY, transaction_rows
+from tests.ingest_helpers import WRITE_KEY, node_ids, transaction_rows
 from tests.integration.conftest import SERVER_ARGS
 from tests.integration.waits import wait_for
 
@@ -109,4 +111,59 @@ def test_kill_9_during_ingestion_keeps_every_acknowledged_row_exactly_once(artif
         wait_for(lambda: requests.get(f"{server.url}/ingest/status", headers=WRITE, timeout=10).json()
                  ["visible_sequence"] == last, "the restarted worker serving the whole log", 120)
     finally:
+        server.stop()
+
+
+def test_kill_9_of_the_graph_owner_loses_and_repeats_no_batch(artifacts: Path, snapshot: GraphSnapshot,
+                                                              tmp_path: Path) -> None:
+    """The owner is restarted; answers meanwhile come from the last published graph (or a clean
+    503), ``/health`` says 503 until the new owner has published, and every acknowledged batch is in
+    the served graph exactly once afterwards."""
+    server = start(artifacts, tmp_path / "state", tmp_path / "serve.log")
+    customers = node_ids(snapshot, CUSTOMER, 4)
+    answers: list[int] = []
+    health: list[int] = []
+    acknowledged: list[int] = []
+    stop = threading.Event()
+
+    def status() -> dict:
+        return requests.get(f"{server.url}/ingest/status", headers=WRITE, timeout=10).json()
+
+    def predict() -> None:
+        session = requests.Session()
+        while not stop.is_set():
+            for customer in customers:
+                answers.append(session.post(f"{server.url}/predict/churn",
+                                            json={"customer_id": customer}, timeout=60).status_code)
+            health.append(session.get(f"{server.url}/health", timeout=60).status_code)
+
+    def stream() -> None:
+        session, i = requests.Session(), 0
+        while not stop.is_set():
+            answer = send(server.url, f"owner-{i}", rows_of(snapshot, 0, i), session)
+            if answer.status_code == 200:
+                acknowledged.append(answer.json()["sequence"])
+            i += 1
+
+    threads = [threading.Thread(target=predict), threading.Thread(target=stream)]
+    try:
+        for thread in threads:
+            thread.start()
+        wait_for(lambda: len(acknowledged) >= 10, "10 acknowledged batches", 120)
+        owner = status()["graph"]["pid"]
+        os.kill(owner, signal.SIGKILL)
+        wait_for(lambda: status()["graph"]["pid"] != owner, "a new owner publishing", 300)
+        count = len(acknowledged)
+        wait_for(lambda: len(acknowledged) >= count + 10, "10 more batches after the restart", 120)
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+        last = max(acknowledged)
+        wait_for(lambda: status()["applied_sequence"] == last, "the new owner serving the whole log", 120)
+        assert status()["graph"]["delta_rows"] == ROWS * last  # each batch applied once, none lost
+        assert set(answers) <= {200, 503} and answers.count(200) > len(answers) // 2
+        assert 503 in health and health[-1] == 200
+        assert "starting it again" in server.log()
+    finally:
+        stop.set()
         server.stop()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import io
 import os
 import re
@@ -27,7 +26,6 @@ from models.graph.sampler import SamplerConfig
 from models.nn.config import ModelConfig
 from serve.config import parse_args as serve_args
 from serve.ingest.config import IngestConfig
-from serve.ingest.follower import Follower
 from serve.ingest.pacing import Pacer
 from serve.score.cli import parse_args as score_args
 from training.fit.config import RECIPES, FitConfig, TaskRecipe
@@ -184,12 +182,9 @@ def test_training_trains_the_model_and_sampler_the_classes_default_to() -> None:
     assert len(SamplerConfig().fanouts) == ModelConfig().num_layers
 
 
-def test_followers_default_to_the_servers_ingestion_settings() -> None:
-    settings = IngestConfig(state_dir=Path("."))
-    follower = inspect.signature(Follower).parameters
-    assert follower["poll_s"].default == settings.poll_s == Pacer(1.0).poll_s
-    assert follower["follow_share"].default == settings.follow_share
-    assert follower["key_share"].default == settings.key_share
+def test_the_pacer_defaults_to_the_servers_ingestion_settings() -> None:
+    # The graph owner and the workers' key thread take every other setting from IngestConfig itself.
+    assert Pacer(1.0).poll_s == IngestConfig(state_dir=Path(".")).poll_s
 
 
 def test_automatic_is_none_in_python_and_auto_on_the_command_line(tmp_path: Path) -> None:

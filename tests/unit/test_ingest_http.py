@@ -5,6 +5,7 @@ Every refused batch leaves the log's sequence where it was."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
+from models.store.shared_header import GraphHeader, Published, shared_dir
+from models.store.shared_publisher import remove_shared
 from models.store.snapshot import GraphSnapshot
 from serve.errors import http_error_handler, validation_error_handler
 from serve.ingest import progress
@@ -42,7 +45,7 @@ def snapshot(tiny_csv_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Gr
 
 def serve_app(config: IngestConfig, snapshot: GraphSnapshot) -> Iterator[str]:
     app = FastAPI()
-    service = IngestService(config, snapshot.directory, {"churn": 1})
+    service = IngestService(config, snapshot.directory, {"purchase": 1})
     progress.reset(config.state_dir)
     add_routes(app, service, draining=lambda: DRAINING[0])
     app.add_api_route("/predict/churn", lambda: {"ok": True}, methods=["POST"])
@@ -166,22 +169,29 @@ def test_ndjson_and_csv_bodies(url: str, snapshot: GraphSnapshot) -> None:
     assert answer.json() == {"accepted": 2, "sequence": 2}
 
 
-def test_sync_waits_for_every_worker(url: str, snapshot: GraphSnapshot, tmp_path: Path) -> None:
+def test_sync_waits_for_the_graph_and_the_keys(url: str, snapshot: GraphSnapshot, tmp_path: Path) -> None:
     late = post(url, transaction_rows(snapshot, 1), params={"sync": "true"})
     assert late.status_code == 504 and "within 0.3 s (--sync-timeout)" in late.json()["detail"]
     assert late.json()["sequence"] == 1 and "durable as sequence 1" in late.json()["detail"]
-    worker = progress.ProgressFile(tmp_path / "state", "churn")  # this process stands in for the worker
-    worker.write(2)
-    assert post(url, transaction_rows(snapshot, 1, start=2), params={"sync": "true"}).status_code == 200
-    status = requests.get(f"{url}/ingest/status", headers=WRITE, timeout=10).json()
-    assert status["log_sequence"] == status["visible_sequence"] == 2
-    assert status["workers"][0]["task"] == "churn"
-    worker.write(3, keys_sequence=2)  # the rows in its graph, its article keys not refreshed yet
-    assert post(url, transaction_rows(snapshot, 1, start=3), params={"sync": "true"}).status_code == 504
-    status = requests.get(f"{url}/ingest/status", headers=WRITE, timeout=10).json()
-    assert (status["applied_sequence"], status["visible_sequence"]) == (3, 2)
-    assert status["workers"][0]["keys_sequence"] == 2
-    worker.remove()
+    # This process stands in for the graph owner (its header) and a purchase worker (its keys).
+    directory = shared_dir(tmp_path / "state")
+    owner = GraphHeader(directory, create=True)
+    worker = progress.ProgressFile(tmp_path / "state", "purchase")
+    try:
+        owner.publish(Published(1, 2, 0, 2, os.getpid(), 0.0, 0, 0, snapshot.directory))
+        worker.write(2, keys_sequence=2)
+        assert post(url, transaction_rows(snapshot, 1, start=2), params={"sync": "true"}).status_code == 200
+        status = requests.get(f"{url}/ingest/status", headers=WRITE, timeout=10).json()
+        assert status["log_sequence"] == status["visible_sequence"] == 2
+        assert status["graph"]["sequence"] == 2 and status["workers"][0]["task"] == "purchase"
+        owner.publish(Published(2, 3, 0, 3, os.getpid(), 0.0, 0, 0, snapshot.directory))  # keys not yet
+        assert post(url, transaction_rows(snapshot, 1, start=3), params={"sync": "true"}).status_code == 504
+        status = requests.get(f"{url}/ingest/status", headers=WRITE, timeout=10).json()
+        assert (status["applied_sequence"], status["visible_sequence"]) == (3, 2)
+        assert status["workers"][0]["keys_sequence"] == 2
+    finally:
+        worker.remove()
+        remove_shared(directory)
 
 
 def test_draining_refuses_new_batches(url: str, snapshot: GraphSnapshot) -> None:

@@ -1,0 +1,133 @@
+"""The ranking tasks' article keys, computed once per machine by the graph owner.
+
+A purchase answer scores every article's key, which depends on the graph version, the seed day and
+the model. The owner holds the graph, so it computes the keys of the whole catalogue for the model
+version each ranking task's workers are ordered to serve (:class:`serve.model_control.ModelControl`:
+the start-up version, then every hot swap), eagerly, and publishes them as a numbered file per task
+(:func:`models.store.shared_header.keys_file`); the workers adopt them
+(:mod:`serve.graph.keys`). One computation per machine, whatever ``--workers-per-task``.
+
+Refreshes are paced by ``--key-share`` (:class:`serve.ingest.pacing.Pacer`): after a refresh that took
+``c`` seconds the next waits ``c * (1 - share) / share``; a graph version the keys do not cover yet
+is keyed at the next due refresh, together with every batch applied meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from models.runtime.inference import TaskInference
+from models.store.live import LiveGraph
+from models.store.shared_codec import dump
+from models.store.shared_header import keys_file
+from models.store.shared_publisher import Publisher
+from serve.ingest.metrics import FollowerMetrics
+from serve.ingest.pacing import Pacer
+from serve.model_control import ModelControl
+from serve.repository import find_version
+from serve.swap import SwapSettings
+
+log = logging.getLogger("relserve.graph")
+
+
+@dataclass(frozen=True)
+class RankingTask:
+    """A ranking task whose keys the owner computes (small and picklable: the owner is spawned).
+
+    Args:
+        task: its name.
+        bundle_dir: the bundle its workers start with.
+        models: how its workers follow model versions (``None``: the start-up bundle, fixed).
+    """
+
+    task: str
+    bundle_dir: str
+    models: SwapSettings | None = None
+
+
+class KeyMaker:
+    """Computes and publishes the keys of every ranking task (see the module docstring).
+
+    Args:
+        tasks: the ranking tasks served.
+        publisher: the owner's publisher (the keys go into its directory and header).
+        key_share: largest share of the owner's time refreshes take.
+        poll_s: the owner's poll interval (the pacer's floor).
+    """
+
+    def __init__(self, tasks: list[RankingTask], publisher: Publisher, key_share: float,
+                 poll_s: float) -> None:
+        self.tasks = tasks
+        self.publisher = publisher
+        self.pacer = Pacer(key_share, poll_s)
+        self.metrics = {t.task: FollowerMetrics(t.task) for t in tasks}
+        self.models: dict[str, tuple[int, TaskInference]] = {}
+        self.load = lambda bundle, graph: TaskInference.from_bundle(bundle, graph, compile="none")
+        self._due = 0.0
+        self._covered: tuple[Any, ...] | None = None
+        self._stale_since: float | None = None
+
+    def refresh(self, graph: LiveGraph) -> bool:
+        """Key the current version if it is not keyed yet and a refresh is due; whether it did."""
+        if not self.tasks:
+            return False
+        changed = self._follow_models(graph)
+        view = graph.view()
+        covered = (view.base, view.sequence, view.end_time, tuple(v for v, _ in self.models.values()))
+        if covered == self._covered and not changed:
+            self._stale_since = None
+            return False
+        if self._stale_since is None:
+            self._stale_since = time.time()
+        if time.monotonic() < self._due:
+            return False
+        started = time.perf_counter()
+        number = self.publisher.keys[0] + 1
+        for task in self.tasks:
+            self.write_keys(task.task, view, keys_file(self.publisher.directory, number, task.task))
+        self.publisher.publish_keys(number, view.sequence)
+        cost = time.perf_counter() - started
+        for metrics in self.metrics.values():
+            metrics.refreshed(cost / len(self.tasks), time.time() - self._stale_since)
+        self._due = time.monotonic() + self.pacer.pause(cost, True)
+        self._covered, self._stale_since = covered, None
+        return True
+
+    def write_keys(self, task: str, view: Any, path: Path) -> None:
+        """Compute ``task``'s keys of every article on ``view`` at its seed day and write them to ``path``."""
+        version, inference = self.models[task]
+        with torch.inference_mode():
+            keys = inference.compute_article_keys(view.end_time, view)
+        popularity = inference.popularity[(view.base, view.sequence, view.end_time)]
+        dump({"task": task, "model_version": version, "keys": keys, "popularity": popularity,
+              "sequence": view.sequence, "seed_day": view.end_time,
+              "base_dir": str(Path(view.base.directory).resolve())}, path)
+
+    def _follow_models(self, graph: LiveGraph) -> bool:
+        """Load the model version each task's workers are ordered to serve; whether one changed."""
+        changed = False
+        for task in self.tasks:
+            wanted = task.models.version if task.models else 1
+            bundle = Path(task.bundle_dir)
+            if task.models is not None:
+                order = ModelControl(task.models.control_dir).current_order(task.task)
+                if order is not None and order.version != wanted:
+                    found = find_version(Path(task.models.artifacts), task.task, order.version)
+                    if found is not None:
+                        wanted, bundle = order.version, found.directory
+            held = self.models.get(task.task)
+            if held is not None and held[0] == wanted:
+                continue
+            started = time.perf_counter()
+            inference = self.load(bundle, graph)
+            self.models[task.task] = (wanted, inference)
+            changed = True
+            log.info("%s: article keys computed with model version %d (loaded in %.1f s)", task.task, wanted,
+                     time.perf_counter() - started)
+        return changed

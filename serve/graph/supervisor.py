@@ -1,0 +1,99 @@
+"""Starting, watching and restarting the graph owner from the server's main process.
+
+:class:`GraphOwnerProcess` spawns :func:`serve.graph.owner.serve_graph` before the workers start (a
+worker's ``setup()`` waits for the first published version) and watches it from a thread: an owner
+that exits while the server runs is started again, and ``down`` (a shared flag :mod:`serve.admission`
+reads) makes ``/health`` answer 503 from its exit until the new owner has published. Workers keep
+answering from the last published version meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from models.store.shared_header import GraphHeader, shared_dir
+from models.store.shared_publisher import remove_shared
+from serve.graph.owner_keys import RankingTask
+from serve.ingest.config import IngestConfig
+from serve.processes import release_children, signals_held
+
+log = logging.getLogger("relserve.graph")
+
+WATCH_S = 0.1
+
+
+class GraphOwnerProcess:
+    """The owner process of a server with ``--state-dir`` (see the module docstring).
+
+    Args:
+        config: the ingestion settings.
+        artifacts: the served artifacts.
+        down: a shared ``mp.Value("b")``: 1 while no owner has published since the last (re)start.
+        ranking: the ranking tasks whose article keys the owner computes.
+    """
+
+    def __init__(self, config: IngestConfig, artifacts: Path, down: Any,
+                 ranking: list[RankingTask] | None = None) -> None:
+        self.config = config
+        self.ranking = list(ranking or [])
+        self.artifacts = Path(artifacts)
+        self.down = down
+        self.directory = shared_dir(config.state_dir)
+        self.process: mp.process.BaseProcess | None = None
+        self.restarts = 0
+        self._stopping = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    def start(self) -> None:
+        remove_shared(self.directory)  # a previous server's versions: no reader of this one holds them
+        self._spawn()
+        self._watcher = threading.Thread(target=self._watch, name="relserve-graph-watch", daemon=True)
+        self._watcher.start()
+
+    def _spawn(self) -> None:
+        from serve.graph.owner import serve_graph
+
+        self.down.value = 1
+        self.process = mp.get_context("spawn").Process(
+            target=serve_graph, args=(self.config, str(self.artifacts), os.getpid(), self.ranking),
+            name="relserve-graph", daemon=True)
+        with signals_held():  # until serve_graph's own handlers are in place
+            self.process.start()
+
+    def _watch(self) -> None:
+        header: GraphHeader | None = None
+        while not self._stopping.wait(WATCH_S):
+            process = self.process
+            if process is not None and not process.is_alive():
+                if self._stopping.is_set():
+                    return
+                self.restarts += 1
+                log.warning("the graph owner (pid %s) exited with %s; starting it again (answers come from "
+                            "the last published graph meanwhile)", process.pid, process.exitcode)
+                self._spawn()
+                continue
+            if self.down.value:
+                try:
+                    header = header or GraphHeader(self.directory)
+                except FileNotFoundError:
+                    continue
+                published = header.read()
+                if published is not None and process is not None and published.pid == process.pid:
+                    self.down.value = 0
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._watcher is not None:
+            self._watcher.join(5)
+        if self.process is not None and self.process.is_alive():
+            release_children()  # it ignores SIGTERM until released (serve.processes)
+            self.process.terminate()
+            self.process.join(5)
+            if self.process.is_alive():
+                self.process.kill()
+        remove_shared(self.directory)

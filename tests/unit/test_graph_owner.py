@@ -1,0 +1,185 @@
+"""The graph owner over a real log and live graph, in this process: it replays the log before its
+first version, applies waiting batches together, steps over a batch the graph refuses, follows a
+compaction, paces the article keys, and a worker's :class:`SharedGraph` and :class:`KeyFollower`
+read what it published.
+
+Key refreshes are paced on a :class:`tests.fake_clock.FakeClock`: the test asserts on which step
+keyed what, never on seconds measured on a loaded machine (``python -m serve.bench.ingest`` measures
+how long a stream takes to be served)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from prometheus_client import CollectorRegistry
+
+from models.runtime.serving_state import ArticleKeys
+from models.schema import CUSTOMER
+from models.store.records import IngestBatch
+from models.store.shared_codec import dump
+from models.store.shared_graph import SharedGraph
+from models.store.shared_header import shared_dir
+from models.store.shared_publisher import remove_shared
+from models.store.snapshot import GraphSnapshot
+from serve.graph import owner_keys
+from serve.graph.keys import KeyFollower
+from serve.graph.owner import GraphOwner
+from serve.graph.owner_keys import KeyMaker, RankingTask
+from serve.ingest import progress
+from serve.ingest.background import compact_once
+from serve.ingest.config import IngestConfig
+from serve.ingest.metrics import FollowerMetrics
+from serve.ingest.service import open_ingestor
+from tests.fake_clock import FakeClock
+from tests.ingest_helpers import build_snapshot, transaction_rows
+
+
+@pytest.fixture(scope="module")
+def snapshot(tiny_csv_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> GraphSnapshot:
+    return build_snapshot(tiny_csv_dir, tmp_path_factory.mktemp("artifacts") / "snapshot")
+
+
+@pytest.fixture()
+def config(tmp_path: Path) -> Iterator[IngestConfig]:
+    config = IngestConfig(state_dir=tmp_path / "state", poll_s=0.01, key_share=0.1)
+    yield config
+    remove_shared(shared_dir(config.state_dir))
+
+
+def owner_of(config: IngestConfig, snapshot: GraphSnapshot, ranking: list | None = None) -> GraphOwner:
+    owner = GraphOwner(config, snapshot.directory.parent, ranking)
+    owner.metrics = FollowerMetrics("graph", CollectorRegistry())
+    return owner
+
+
+def test_the_log_is_replayed_before_the_first_version_and_waiting_batches_go_together(
+        config: IngestConfig, snapshot: GraphSnapshot) -> None:
+    writer = open_ingestor(config, snapshot.directory)
+    writer.ingest("customers", [{"customer_id": "early"}])
+    owner = owner_of(config, snapshot)
+    try:
+        owner.catch_up()
+        reader = SharedGraph(owner.publisher.directory, wait_s=5)
+        assert (reader.sequence, owner.publisher.version) == (1, 1)
+        assert reader.lookup(CUSTOMER, ["early"])[0] >= 0
+        for i in range(5):
+            writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=1 + i % 3))
+        assert owner.step() and owner.publisher.version == 2  # five batches, one version
+        assert reader.sequence == 6 and reader.delta_edges == 5
+        assert not owner.step() and owner.publisher.version == 2  # nothing new: nothing published
+    finally:
+        owner.close()
+
+
+def test_a_batch_the_graph_refuses_is_stepped_over(config: IngestConfig, snapshot: GraphSnapshot,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    log = config.open_log()
+    bad = IngestBatch(0, "transactions", {"day": [snapshot.max_day], "customer_id": ["nobody"],
+                                          "article_id": ["nothing"], "price": [0.1], "sales_channel_id": [1]})
+    log.append(bad, 0)  # past the write side's validation, as a bug would
+    open_ingestor(config, snapshot.directory).ingest("transactions", transaction_rows(snapshot, 1))
+    owner = owner_of(config, snapshot)
+    try:
+        with caplog.at_level(logging.ERROR, logger="relserve.ingest"):
+            owner.catch_up()
+        assert owner.graph.sequence == 2 and owner.graph.delta_edges == 1
+        assert "skipping log batch 1" in caplog.text
+    finally:
+        owner.close()
+
+
+def test_a_compaction_is_followed_and_readers_move_with_it(config: IngestConfig,
+                                                           snapshot: GraphSnapshot) -> None:
+    artifacts = snapshot.directory.parent
+    writer = open_ingestor(config, snapshot.directory)
+    writer.ingest("customers", [{"customer_id": "kept"}])
+    writer.ingest("transactions", transaction_rows(snapshot, 4))
+    owner = owner_of(config, snapshot)
+    try:
+        owner.catch_up()
+        reader = SharedGraph(owner.publisher.directory, wait_s=5)
+        first_base = reader.base
+        done = compact_once(config, artifacts)
+        assert done is not None and done.sequence == 2
+        writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=2))
+        assert owner.step()
+        assert owner.graph.base.sequence == 2 and (owner.graph.sequence, owner.graph.delta_edges) == (3, 1)
+        assert reader.base is not first_base and reader.base.sequence == 2
+        assert (reader.sequence, reader.delta_edges) == (3, 1) and reader.lookup(CUSTOMER, ["kept"])[0] >= 0
+    finally:
+        owner.close()
+
+
+def test_keys_are_paced_and_a_worker_adopts_the_ones_of_its_model(
+        config: IngestConfig, snapshot: GraphSnapshot, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock().install(monkeypatch, owner_keys)
+    writer = open_ingestor(config, snapshot.directory)
+    owner = owner_of(config, snapshot, [RankingTask("purchase", str(snapshot.directory))])
+    keyed: list[int] = []  # the sequence each refresh covered
+
+    def write_keys(task: str, view, path: Path) -> None:  # costs 40 ms: the next is due 0.36 s later
+        clock.advance(0.04)
+        keyed.append(view.sequence)
+        dump({"task": task, "model_version": 1, "keys": torch.full((3, 2), float(view.sequence)),
+              "popularity": torch.zeros(3, 1), "sequence": view.sequence, "seed_day": view.end_time,
+              "base_dir": str(Path(view.base.directory).resolve())}, path)
+
+    owner.keys.load = lambda bundle, graph: SimpleNamespace()
+    owner.keys.write_keys = write_keys
+    try:
+        owner.catch_up()
+        assert keyed == [0]
+        for i in range(5):  # the clock stands still: every batch arrives before the keys are due
+            writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=1 + i % 3))
+            owner.step()
+        assert owner.graph.sequence == 5 and keyed == [0]  # rows published, keys paced
+        clock.advance(0.4)  # past the 0.36 s pause
+        assert owner.step() and keyed == [0, 5] and owner.publisher.keys == (2, 5)  # one refresh for all five
+
+        adopted: list[ArticleKeys] = []
+        graph = SharedGraph(owner.publisher.directory)
+        model = SimpleNamespace(adopt_article_keys=adopted.append, keys_version=lambda: adopted[-1].version,
+                                article_keys_stale=lambda: False, snapshot=graph)
+        served = SimpleNamespace(inference=model, version=1)
+        follower = KeyFollower(lambda: served, graph, progress.ProgressFile(config.state_dir, "purchase"),
+                               FollowerMetrics("purchase", CollectorRegistry()), 0.01, 0.1)
+        follower.step()
+        assert adopted[-1].version[1:] == (5, owner.graph.now_day) and float(adopted[-1].keys[0, 0]) == 5
+        assert progress.read_all(config.state_dir)[0].keys_sequence == 5
+        follower.step()
+        assert len(adopted) == 1  # nothing newer: nothing adopted again
+        served.version = 2  # a hot swap the owner has not followed: these keys are not for it
+        clock.advance(1.0)
+        writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=2))
+        assert owner.step() and keyed[-1] == 6
+        follower.step()
+        assert len(adopted) == 1
+        follower.progress.remove()
+    finally:
+        owner.close()
+
+
+def test_the_keys_follow_the_model_version_the_workers_are_ordered_to_serve(
+        config: IngestConfig, snapshot: GraphSnapshot, tmp_path: Path) -> None:
+    from serve.model_control import ModelControl
+    from serve.swap import SwapSettings
+
+    control = ModelControl(tmp_path / "control")
+    control.order("purchase", 1, source="start-up")
+    settings = SwapSettings(control_dir=str(control.root), artifacts=str(tmp_path / "repository"), version=1)
+    owner = owner_of(config, snapshot)
+    maker = KeyMaker([RankingTask("purchase", str(snapshot.directory), settings)], owner.publisher, 1.0, 0.01)
+    loaded: list[Path] = []
+    maker.load = lambda bundle, graph: loaded.append(Path(bundle))
+    try:
+        assert maker._follow_models(owner.graph) and loaded == [snapshot.directory]
+        assert not maker._follow_models(owner.graph)
+        control.order("purchase", 7)  # a version the repository does not hold: the start-up one stays
+        assert not maker._follow_models(owner.graph) and maker.models["purchase"][0] == 1
+    finally:
+        owner.close()
