@@ -85,6 +85,10 @@ class AnswerField:
     compute: str
 
 
+DEFAULT_K = 12
+"""A ranking task's ``k`` unless its registry entry sets one (:attr:`TaskSpec.k`)."""
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """One predictive task over the H&M transactions.
@@ -108,7 +112,8 @@ class TaskSpec:
         load_share: percent of the load test's requests that go to this task.
         question: what the prediction answers, in one line (API docs, README).
         recipe: ``training.fit``'s :class:`TaskRecipe` fields that differ from the defaults.
-        k: length of the ranked list scored by link-prediction metrics (and the default ``k``).
+        k: length of the ranked list scored by link-prediction metrics, and the ``k`` a request that
+            sends none is answered with (:data:`DEFAULT_K` unless the entry says otherwise).
         answer_fields: fields every answer carries beside the prediction.
     """
 
@@ -127,7 +132,7 @@ class TaskSpec:
     load_share: int
     question: str
     recipe: Mapping[str, Any] = field(default_factory=dict)
-    k: int = 12
+    k: int = DEFAULT_K
     answer_fields: tuple[AnswerField, ...] = ()
 
     def __post_init__(self) -> None:

@@ -1,8 +1,10 @@
 """The id fields of prediction requests: one id (:data:`EntityId`) or a list of them (:data:`EntityIds`).
 
 An id is the data's own (docs/ids.md): a string, or an integer standing for its decimal digits,
-non-empty and at most :data:`models.schema.MAX_ID_BYTES` UTF-8 bytes. A list holds 1 to
-:data:`MAX_IDS` ids of one JSON type (all strings or all integers). Each validator raises a
+non-empty and at most :data:`models.schema.MAX_ID_BYTES` UTF-8 bytes. An integer may be written
+``5.0``, as JSON Schema's ``integer`` allows, when it is below 2**53 in magnitude (where a float holds
+every integer exactly; past it the digits sent are lost, so such a number is refused). A list holds
+1 to :data:`MAX_IDS` ids of one JSON type (all strings or all integers). Each validator raises a
 ``PydanticCustomError`` whose message is the sentence a 422 answer shows after the field's name; a
 list names the index of the id at fault (``customer_ids[3]: ...``). The JSON schemas attached
 state the same rules, so the OpenAPI description is what the server enforces.
@@ -33,6 +35,19 @@ IDS_SCHEMA = {"anyOf": [{"type": "array", "items": item, "minItems": 1, "maxItem
                         for item in (STRING_ID, INTEGER_ID)]}
 
 
+EXACT_FLOAT_LIMIT = 2**53
+"""Every integer of smaller magnitude is exactly a float: ``5.0`` sent is 5 (see :func:`integral`)."""
+
+
+def integral(value: Any) -> Any:
+    """``value`` as an int when it is a JSON integer, written ``5`` or ``5.0`` (a float with no
+    fraction below :data:`EXACT_FLOAT_LIMIT` in magnitude); anything else unchanged, for the
+    validator to refuse. JSON Schema's ``integer`` admits ``5.0``, so the server does too."""
+    if type(value) is float and value.is_integer() and abs(value) < EXACT_FLOAT_LIMIT:
+        return int(value)
+    return value
+
+
 def _id_error(message: str, **context: Any) -> PydanticCustomError:
     return PydanticCustomError("entity_id", message, context)
 
@@ -48,16 +63,20 @@ def entity_id(value: Any) -> str:
         value: the JSON value sent.
 
     Raises:
-        PydanticCustomError: (``entity_id``) not a string or an integer, empty, longer than
+        PydanticCustomError: (``entity_id``) not a string or an integer (:func:`integral`), empty, longer than
             :data:`models.schema.MAX_ID_BYTES` UTF-8 bytes, or not unicode text (a lone surrogate);
             the message is the sentence the 422 answer shows after the field name.
     """
+    value = integral(value)
     if isinstance(value, str):
         text = value
     elif isinstance(value, int) and not isinstance(value, bool):
         if value.bit_length() > _MAX_ID_BITS:  # before str(): it is quadratic in the digits
             raise _id_error(f"must be at most {MAX_ID_BYTES} bytes in UTF-8, got an integer of more digits")
         text = str(value)
+    elif type(value) is float and value.is_integer():
+        raise _id_error("must be below 2**53 when written with a fraction or exponent (its digits are "
+                        "lost): send it as an integer or a string, got {value}", value=repr(value))
     else:
         raise _id_error("must be a string or an integer, got {kind}", kind=_kind(value))
     if not text:
@@ -88,14 +107,15 @@ def entity_ids(value: Any) -> tuple[str, ...]:
     if not 1 <= len(value) <= MAX_IDS:
         raise PydanticCustomError("entity_ids", f"must hold 1 to {MAX_IDS} ids, got {{count}}",
                                   {"count": len(value)})
-    first = type(value[0])
+    first = type(integral(value[0]))
     texts: list[str] = []
     errors: list[InitErrorDetails] = []
     for i, item in enumerate(value):
         try:
-            if type(item) is not first and first in (str, int) and type(item) in (str, int):
+            kind = type(integral(item))
+            if kind is not first and first in (str, int) and kind in (str, int):
                 raise _id_error("must be {first} like the list's first id, got {kind}",
-                                first=_kind(value[0]), kind=_kind(item))
+                                first=_kind(integral(value[0])), kind=_kind(integral(item)))
             texts.append(entity_id(item))
         except PydanticCustomError as e:
             errors.append(InitErrorDetails(type=e, loc=(i,), input=item))

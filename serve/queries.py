@@ -18,18 +18,23 @@ Answer = dict[str, Any] | None  # None: the id is unknown
 @dataclass(frozen=True)
 class Query:
     """One decoded request: the id as sent and ``k``. The id is looked up in ``predict``, on the
-    graph version that answers it (a live graph's node indices can move with a compaction)."""
+    graph version that answers it (a live graph's node indices can move with a compaction).
+
+    ``k`` is always the request's own: a ranking task's body carries it (defaulting to the task's
+    :attr:`models.registry.TaskSpec.k`, the one default), and a task that answers one value, whose
+    body has none, passes 0 (no list). So neither class has a default of its own."""
 
     id: str
-    k: int = 0
+    k: int
 
 
 @dataclass(frozen=True)
 class ListQuery:
-    """One decoded request for a list of ids (request order, repeats kept), each answered with ``k``."""
+    """One decoded request for a list of ids (request order, repeats kept), each answered with ``k``
+    (as :class:`Query`'s)."""
 
     ids: tuple[str, ...]
-    k: int = 0
+    k: int
 
 
 def line_up(queries: Sequence[Query | ListQuery]) -> tuple[list[str], list[int]]:

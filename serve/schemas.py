@@ -10,25 +10,35 @@ A body holds one id (``{"customer_id": ...}``) or a list of 1 to :data:`serve.id
 (``{"customer_ids": [...]}``), never both; a list is answered ``{"answers": [...]}``, one item per
 id in request order (a repeated id is answered at each place), an unknown id by an item with an
 ``error``. The JSON schemas state every rule the validators enforce, so ``/openapi.json`` is the
-contract a generated client or test can rely on, except two that JSON Schema cannot state: the
-byte length of non-ASCII ids (``maxLength`` counts characters), and that an integer (an id, ``k``)
-is written as one: JSON Schema's ``integer`` admits ``5.0``, which is refused (a float id loses
-digits past 2**53, and a count is not a float).
+contract a generated client or test can rely on, except what JSON Schema cannot state: the byte
+length of non-ASCII ids (``maxLength`` counts characters), and that an integer id written with a
+fraction or exponent (``5.0``, which ``integer`` admits and the server reads as 5) must be below
+2**53 in magnitude, where a float still holds its digits (:func:`serve.id_fields.integral`).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    create_model,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
 from models.registry import BINARY, LINK, REGRESSION, TASKS, TaskSpec
+from models.registry import DEFAULT_K as DEFAULT_K  # re-exported: a ranking task's k unless it sets one
 from models.schema import ARTICLE, CUSTOMER
-from serve.id_fields import EntityId, EntityIds
+from serve.id_fields import EntityId, EntityIds, integral
 
 MAX_K = 100
-DEFAULT_K = 12
+Count = Annotated[int, BeforeValidator(integral)]
+"""A JSON integer, ``5`` or ``5.0`` (what JSON Schema's ``integer`` admits); not ``"5"`` or ``true``."""
 
 _ID_EXAMPLES = {CUSTOMER: ["13085", 13085, "3f2a6c1e-7b1d-4c55-9e0a-2d9b5e1f4a77"],
                 ARTICLE: ["85123A", "0108775015"]}
@@ -90,7 +100,7 @@ def _request(spec: TaskSpec) -> type[IdsRequest]:
     fields: dict = {spec.id_field: (EntityId, Field(None, examples=examples)),
                     many: (EntityIds, Field(None, examples=[[e for e in examples if isinstance(e, str)]]))}
     if spec.ranks:
-        fields["k"] = (int, Field(default=DEFAULT_K, ge=1, le=MAX_K, strict=True,
+        fields["k"] = (Count, Field(default=spec.k, ge=1, le=MAX_K, strict=True,
                                   description="Articles per answer (each id's, for a list)."))
     model = create_model(f"{spec.name.capitalize()}Request", __base__=IdsRequest,
                          __doc__=f"Body of ``POST {spec.path}``: {spec.question}.", **fields)

@@ -63,6 +63,9 @@ def transaction_batches(csv_dir: Path, after: str, rows_per_batch: int) -> list[
     return batches
 
 
+STARTUP_BOUND_S = 60.0  # only bounds a hang: uvicorn starts in well under a second, even on a loaded machine
+
+
 @contextmanager
 def served_in_thread(app: Any) -> Iterator[str]:
     """``app`` served by uvicorn on a free loopback port in a daemon thread; yields its URL and stops
@@ -73,7 +76,10 @@ def served_in_thread(app: Any) -> Iterator[str]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
+    deadline = time.monotonic() + STARTUP_BOUND_S
     while not server.started:
+        assert thread.is_alive(), f"uvicorn stopped before serving on port {port}"
+        assert time.monotonic() < deadline, f"uvicorn did not start within {STARTUP_BOUND_S:g} s (a hang)"
         time.sleep(0.01)
     try:
         yield f"http://127.0.0.1:{port}"

@@ -9,7 +9,7 @@ hold (404, or an ingestion problem of reason ``unknown_id``, ``exists``, ``late`
 ``batch_id`` already used for another batch (409; drawn values repeat across examples), an
 id whose non-ASCII text is longer in UTF-8 bytes than ``maxLength`` characters, or a body over the
 byte limit. An integral number is sent as an integer: JSON Schema's ``integer`` admits ``5.0``,
-which relserve refuses as an id or a ``k`` (a float id loses digits past 2**53).
+which the ingestion rules refuse (a prediction body takes it; tests/unit/test_openapi_schemas.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 The matrix covers bodies (invalid JSON, empty, wrong shape), content types, missing and extra
 fields, ids of a wrong type, empty, over-long or not unicode (422), any other string or integer
-as an id the snapshot does not hold (404), every bad ``k``, oversized payloads and wrong methods.
+as an id the snapshot does not hold (404; an integer may be written ``5.0``), every bad ``k``,
+oversized payloads and wrong methods.
 The last test sends all of it at once, mixed with good requests and ``/health`` probes, and
 checks the good answers exactly.
 """
@@ -75,8 +76,12 @@ CASES = [
     case("10k-char-field-name", "churn", {"customer_id": UNKNOWN_CUSTOMER, "n" * 10_000: 1}, 422,
          "(10000 characters): unexpected field"),
     # Wrong types for an id: only a string or an integer is one.
-    case("id-float", "sales", {"article_id": 108775015.0}, 422,
+    case("id-fraction", "sales", {"article_id": 108775015.5}, 422,
          f"article_id: {NOT_AN_ID}, got a number with a fraction or exponent"),
+    # An integer written 108775015.0 is one (JSON Schema's integer): its digits, below 2**53.
+    case("id-integral-float", "sales", {"article_id": 108775015.0}, 404, "unknown article_id '108775015'"),
+    case("id-integral-float-past-2**53", "sales", {"article_id": 1e20}, 422,
+         "article_id: must be below 2**53"),
     case("id-bool", "churn", {"customer_id": True}, 422, f"customer_id: {NOT_AN_ID}, got a boolean"),
     case("id-null", "purchase", {"customer_id": None}, 422, f"customer_id: {NOT_AN_ID}, got null"),
     case("id-list", "churn", {"customer_id": [HEX]}, 422, f"customer_id: {NOT_AN_ID}, got a list"),
@@ -109,7 +114,8 @@ CASES = [
     k_case("101", 101, "k: Input should be less than or equal to 100"),
     k_case("huge", 10**30),
     k_case("float", 5.5),
-    k_case("integral-float", 5.0),
+    case("k-integral-float-is-5", "purchase", {"customer_id": UNKNOWN_CUSTOMER, "k": 5.0}, 404,
+         "unknown customer_id"),
     k_case("string", "5"),
     k_case("bool", True),
     k_case("null", None),

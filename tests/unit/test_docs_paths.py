@@ -4,6 +4,7 @@ Scans README.md, BENCHMARKS.md, docs/*.md, and the docstrings and comments of mo
 training/ and loadtest/ for
 - paths under the repository's top-level folders (``training/tasks/metrics.py``, ``docs/ids.md``),
 - top-level files (``BENCHMARKS.md``, ``Dockerfile``) and relative Markdown links (``[x](ids.md)``),
+- relative paths that climb out of their document's folder (``../x/``): they must stay in the repository,
 - dotted names of the project's modules and what they define (``python -m training.fit``,
   ``:class:`serve.ingest.pacing.Pacer```, ``models.runtime.inference.TaskInference.run_ids``),
 and fails listing each that names nothing in the repository, with the file and line naming it.
@@ -33,6 +34,8 @@ DOTTED = re.compile(START + r"((?:{})(?:\.\w+)+)".format("|".join(PACKAGES)))
 TRIPLE_QUOTED = re.compile(r'''("""|\'\'\')(.*?)\1''', re.DOTALL)
 # A comment: from a # that follows an even number of quotes (not inside a string) to the line's end.
 COMMENT = re.compile(r"""^(?:[^'"#]|'[^']*'|"[^"]*")*?(#.*)$""")
+# A relative path climbing out of its document's folder (``../shared/x/``): checked to stay in the repository.
+UPWARD = re.compile(r"(?<![\w./$-])((?:\.\./)+[\w.-][\w./*-]*)")
 FILE_SUFFIX = re.compile(r"\.(py|md|toml|json|ya?ml|csv|txt|parquet|gz|log|png|html)$")
 
 
@@ -182,6 +185,12 @@ def checked_modules(text: str) -> list[str]:
     return found
 
 
+def inside_repo(document: str, upward: str) -> bool:
+    """Whether ``upward`` (``../x``), read from ``document``'s folder, names something in the repository."""
+    target = ((REPO / document).parent / upward.rstrip(".")).resolve()
+    return target.is_relative_to(REPO) and target.exists()
+
+
 def missing() -> list[str]:
     problems = []
     for name, line, text in sources():
@@ -192,6 +201,7 @@ def missing() -> list[str]:
             found += [link for link in LINK.findall(text) if not re.match(r"\w+:", link)
                       and not (REPO / name).parent.joinpath(link).exists()]
         found += [d for d in checked_modules(text) if not dotted_exists(d)]
+        found += [up for up in UPWARD.findall(text) if not inside_repo(name, up)]
         problems += [f"{name}:{line}: {target}" for target in found]
     return list(dict.fromkeys(problems))
 

@@ -9,6 +9,7 @@ import pytest
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
+from models.registry import TASKS
 from models.schema import MAX_ID_BYTES
 from serve.errors import describe_error, validation_error_handler
 from serve.id_fields import MAX_IDS
@@ -33,12 +34,27 @@ def test_valid_bodies_parse_and_purchase_k_defaults_to_12():
     assert ArticleRequest(article_id="0108775015").article_id == "0108775015"
     assert PurchaseRequest(customer_id=CUSTOMER).k == 12
     assert PurchaseRequest(customer_id=CUSTOMER, k=MAX_K).k == MAX_K
+    assert PurchaseRequest.model_validate({"customer_id": CUSTOMER, "k": 5.0}).k == 5  # JSON Schema's integer
+
+
+@pytest.mark.parametrize("k", [5.5, "5", True, None, float("nan"), float("inf"), [5]])
+def test_k_is_a_json_integer_and_nothing_else(k):
+    assert messages(PurchaseRequest, {"customer_id": CUSTOMER, "k": k}) == [
+        "k: Input should be a valid integer"]
+
+
+def test_each_ranking_task_defaults_k_to_its_registry_entry():
+    for name, request in REQUESTS.items():
+        if TASKS[name].ranks:
+            assert request.model_fields["k"].default == TASKS[name].k
+            assert request.model_json_schema()["properties"]["k"]["default"] == TASKS[name].k
 
 
 @pytest.mark.parametrize("sent, text", [
     ("13085", "13085"), (13085, "13085"), (-7, "-7"), (0, "0"), ("0108775015", "0108775015"),
     ("85123A", "85123A"), ("3f2a6c1e-7b1d-4c55-9e0a-2d9b5e1f4a77", "3f2a6c1e-7b1d-4c55-9e0a-2d9b5e1f4a77"),
     ("Müller, Anna", "Müller, Anna"), ("客户-7", "客户-7"), ("\U0001f600", "\U0001f600"), (" a b ", " a b "),
+    (5.0, "5"), (-7.0, "-7"), (2.0**53 - 1, str(2**53 - 1)),
     ("x" * MAX_ID_BYTES, "x" * MAX_ID_BYTES), ("é" * (MAX_ID_BYTES // 2), "é" * (MAX_ID_BYTES // 2)),
     (10 ** (MAX_ID_BYTES - 1), str(10 ** (MAX_ID_BYTES - 1))),
 ])
@@ -56,7 +72,10 @@ def test_any_string_or_integer_id_is_accepted_as_text(sent, text):
     ({"customer_id": 10**MAX_ID_BYTES}, f"customer_id: {LONG} {MAX_ID_BYTES + 1} bytes"),
     ({"customer_id": 10**1000}, f"customer_id: {LONG} an integer of more digits"),
     ({"customer_id": "\ud800x"}, f"customer_id: {SURROGATE}"),
-    ({"customer_id": 5.0}, f"customer_id: {TYPE} a number with a fraction or exponent"),
+    ({"customer_id": 5.5}, f"customer_id: {TYPE} a number with a fraction or exponent"),
+    ({"customer_id": 2.0**53}, "customer_id: must be below 2**53 when written with a fraction or exponent "
+                               "(its digits are lost): send it as an integer or a string, "
+                               "got 9007199254740992.0"),
     ({"customer_id": True}, f"customer_id: {TYPE} a boolean"),
     ({"customer_id": None}, f"customer_id: {TYPE} null"),
     ({"customer_id": [CUSTOMER]}, f"customer_id: {TYPE} a list"),
@@ -113,6 +132,7 @@ def test_a_list_is_read_as_text_in_order_with_repeats():
     (None, ["customer_ids: must be a list of ids, got null"]),
     (["a", "b", "c", 4], ["customer_ids[3]: must be a string like the list's first id, got an integer"]),
     ([1, "b"], ["customer_ids[1]: must be an integer like the list's first id, got a string"]),
+    (["a", 2.0], ["customer_ids[1]: must be a string like the list's first id, got an integer"]),
     (["a", None, "", 2.5], [f"customer_ids[1]: {TYPE} null", "customer_ids[2]: must not be empty",
                             f"customer_ids[3]: {TYPE} a number with a fraction or exponent"]),
     (["a", "x" * (MAX_ID_BYTES + 1)], [f"customer_ids[1]: {LONG} {MAX_ID_BYTES + 1} bytes"]),
