@@ -1,6 +1,7 @@
 """Every CLI given wrong paths, arguments or files: one readable error line, a non-zero exit, no traceback.
 
-Each case runs the real ``python -m <tool>`` in a subprocess. Cases already covered elsewhere
+Each case runs the real ``python -m <tool>`` in a subprocess (``training.fit``'s cases one after another
+in one, :mod:`tests.cli_batch`: each would import torch first). Cases already covered elsewhere
 are left out: test_synth.py (bad sizes, an unwritable ``--out``), test_fit.py (missing data,
 missing CSVs, unknown task, ``--out`` a file, too little history, ``--epochs 0``) and
 test_serve_cli.py (bad server options, a missing ``--artifacts``, ``--cuda-graphs`` on CPU).
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from models.schema import CUSTOMERS_CSV, TRANSACTIONS_CSV
+from tests.cli_batch import Finished, run_many
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,6 +27,11 @@ REPO = Path(__file__).resolve().parents[2]
 def one_error_line(tool: str, *args: str, expected: str, code: int = 2) -> None:
     result = subprocess.run([sys.executable, "-m", tool, *args], capture_output=True, text=True, timeout=300,
                             cwd=REPO)
+    check_one_error_line(result, tool, expected, code)
+
+
+def check_one_error_line(result: subprocess.CompletedProcess | Finished, tool: str, expected: str,
+                         code: int = 2) -> None:
     assert "Traceback" not in result.stderr + result.stdout, result.stderr[-3000:]
     lines = result.stderr.splitlines()
     assert result.returncode == code and len(lines) == 1, (result.returncode, result.stderr[-3000:])
@@ -76,20 +83,40 @@ FIT_CASES = {
 }
 
 
-@pytest.mark.slow  # each run imports torch
+@pytest.fixture(scope="module")
+def fit_runs(tiny_csv_dir, tmp_path_factory) -> dict[str, Finished]:
+    """Every case of :data:`FIT_CASES` run as ``python -m training.fit`` (one interpreter for all: each
+    would import torch, seconds per case, before failing)."""
+    cases = {}
+    for case, (source, extra, _) in FIT_CASES.items():
+        tmp_path = tmp_path_factory.mktemp(f"fit-{case}")
+        data, out = tiny_csv_dir, tmp_path / "out"
+        if source == "file":
+            data = tiny_csv_dir / TRANSACTIONS_CSV
+        elif source == "out":
+            out = Path("/proc/relserve/out")
+        elif isinstance(source, tuple):
+            name, make = source
+            data = csv_dir_with(tiny_csv_dir, tmp_path / "csv", name, make(tiny_csv_dir))
+        args = [] if source is None else ["--data", str(data), "--task", "churn", "--out", str(out), *extra]
+        cases[case] = ("training.fit", [*args, "--quiet"])
+    return run_many(cases)
+
+
+@pytest.mark.slow  # the runs import torch
 @pytest.mark.parametrize("case", list(FIT_CASES))
-def test_fit(tiny_csv_dir, tmp_path, case):
-    source, extra, expected = FIT_CASES[case]
-    data, out = tiny_csv_dir, tmp_path / "out"
-    if source == "file":
-        data = tiny_csv_dir / TRANSACTIONS_CSV
-    elif source == "out":
-        out = Path("/proc/relserve/out")
-    elif isinstance(source, tuple):
-        name, make = source
-        data = csv_dir_with(tiny_csv_dir, tmp_path / "csv", name, make(tiny_csv_dir))
-    args = [] if source is None else ["--data", str(data), "--task", "churn", "--out", str(out), *extra]
-    one_error_line("training.fit", *args, "--quiet", expected=expected)
+def test_fit(fit_runs, case):
+    check_one_error_line(fit_runs[case], "training.fit", FIT_CASES[case][2])
+
+
+def test_the_batch_runner_reports_a_traceback_and_the_exit_code_as_python_does():
+    """What :func:`fit_runs` relies on: a crash and an exit code come back as ``python -m`` gives them."""
+    runs = run_many({"crash": ("zipfile", ["-l", "/no/such.zip"]), "ok": ("json.tool", ["--help"]),
+                     "exit": ("unittest", ["--bogus"])})
+    assert runs["ok"].returncode == 0 and "usage" in runs["ok"].stdout and not runs["ok"].stderr
+    assert runs["exit"].returncode == 2 and "unrecognized arguments: --bogus" in runs["exit"].stderr
+    assert runs["crash"].returncode == 1 and runs["crash"].stderr.startswith("Traceback")
+    assert "FileNotFoundError" in runs["crash"].stderr and not runs["crash"].stdout
 
 
 def fake_artifacts(root: Path, tasks: tuple[str, ...] = ("churn",)) -> Path:
