@@ -1,11 +1,11 @@
 """Every CLI given wrong paths, arguments or files: one readable error line, a non-zero exit, no traceback.
 
-Each case runs the real ``python -m <tool>`` in a subprocess (``training.fit``'s cases one after another
-in one, :mod:`tests.cli_batch`: each would import torch first). Cases already covered elsewhere
-are left out: test_synth.py (bad sizes, an unwritable ``--out``), test_fit.py (missing data,
-missing CSVs, unknown task, ``--out`` a file, too little history, ``--epochs 0``) and
-test_serve_cli.py (bad server options, a missing ``--artifacts``, ``--cuda-graphs`` on CPU).
-``training.fit`` imports torch before it parses, so its cases are the slow ones.
+Each case runs the real ``python -m <tool>`` in a subprocess (the cases that import torch first, those
+of ``training.fit`` and ``serve``'s bundle checks, one after another in one: :mod:`tests.cli_batch`).
+Cases already covered elsewhere are left out: test_synth.py (bad sizes, an unwritable ``--out``),
+test_fit.py (missing data, missing CSVs, unknown task, ``--out`` a file, too little history,
+``--epochs 0``) and test_serve_cli.py (bad server options, a missing ``--artifacts``,
+``--cuda-graphs`` on CPU). ``training.fit`` imports torch before it parses, so its cases are the slow ones.
 """
 
 from __future__ import annotations
@@ -146,29 +146,47 @@ def test_serve_arguments(tmp_path, args, expected):
     one_error_line("serve", *artifacts, *args, expected=expected)
 
 
-@pytest.mark.slow  # finding the bundles imports torch
-@pytest.mark.parametrize("layout, args, expected", [
-    ("file", [], "is not a directory"),
-    ("empty", [], "has no snapshot/ directory"),
-    ("snapshot-only", [], "holds no task bundle"),
-    ("churn-only", ["--tasks", "sales"], "has no bundle for sales"),
-])
-def test_serve_artifacts(tmp_path, layout, args, expected):
-    root = tmp_path / "art"
-    if layout == "file":
-        root.write_text("not a directory")
-    elif layout == "empty":
-        root.mkdir()
-    else:
-        fake_artifacts(root, () if layout == "snapshot-only" else ("churn",))
-    one_error_line("serve", "--artifacts", str(root), *args, expected=expected)
+SERVE_ARTIFACTS = {
+    # layout: (extra arguments, what the line must say)
+    "file": ([], "is not a directory"),
+    "empty": ([], "has no snapshot/ directory"),
+    "snapshot-only": ([], "holds no task bundle"),
+    "churn-only": (["--tasks", "sales"], "has no bundle for sales"),
+}
 
 
-@pytest.mark.slow  # imports torch
-def test_serve_on_a_port_in_use(tmp_path):
-    with socket.socket() as taken:
+@pytest.fixture(scope="module")
+def serve_runs(tmp_path_factory) -> dict[str, object]:
+    """Every layout of :data:`SERVE_ARTIFACTS`, and a port in use, run as ``python -m serve`` (one
+    interpreter for all: finding the bundles imports torch); the port case with its port."""
+    cases = {}
+    for layout, (args, _) in SERVE_ARTIFACTS.items():
+        root = tmp_path_factory.mktemp(f"serve-{layout}") / "art"
+        if layout == "file":
+            root.write_text("not a directory")
+        elif layout == "empty":
+            root.mkdir()
+        else:
+            fake_artifacts(root, () if layout == "snapshot-only" else ("churn",))
+        cases[layout] = ("serve", ["--artifacts", str(root), *args])
+    with socket.socket() as taken:  # held while the runs go
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        one_error_line("serve", "--artifacts", str(fake_artifacts(tmp_path / "art")), "--port", str(port),
-                       expected=f"cannot listen on 127.0.0.1:{port}", code=1)
+        root = fake_artifacts(tmp_path_factory.mktemp("serve-port") / "art")
+        cases["port-in-use"] = ("serve", ["--artifacts", str(root), "--port", str(port)])
+        runs = run_many(cases)
+    runs["port-in-use"] = (runs["port-in-use"], port)
+    return runs
+
+
+@pytest.mark.slow  # the runs import torch
+@pytest.mark.parametrize("layout", list(SERVE_ARTIFACTS))
+def test_serve_artifacts(serve_runs, layout):
+    check_one_error_line(serve_runs[layout], "serve", SERVE_ARTIFACTS[layout][1])
+
+
+@pytest.mark.slow  # the run imports torch
+def test_serve_on_a_port_in_use(serve_runs):
+    run, port = serve_runs["port-in-use"]
+    check_one_error_line(run, "serve", f"cannot listen on 127.0.0.1:{port}", code=1)
