@@ -36,7 +36,8 @@ def test_the_unit_price_spec_reads_the_converted_copys_lines() -> None:
     copy = load_tables(CONVERTED, progress=False)
     rt, ct = raw.transactions, copy.transactions
     assert len(rt.day) == len(ct.day) == 393_160
-    assert (len(raw.customers.ids), len(raw.articles.ids)) == (len(copy.customers.ids), len(copy.articles.ids))
+    assert len(raw.customers.ids) == len(copy.customers.ids)
+    assert len(raw.articles.ids) == len(copy.articles.ids)
     r, c = _aligned(raw, 100.0), _aligned(copy, 10_000.0)
     assert np.array_equal(rt.day[r], ct.day[c])
     assert np.array_equal(rt.article[r], ct.article[c])  # stock codes and their renumbering sort alike
@@ -49,4 +50,5 @@ def test_the_unit_price_spec_reads_the_converted_copys_lines() -> None:
     for table in (copy.customers, copy.articles):  # the copy's columns hold one value each
         assert all(len(np.unique(np.asarray(table.categorical)[:, j])) == 1
                    for j in range(table.categorical.shape[1]))
-        assert all(len(np.unique(np.asarray(table.numeric)[:, j])) == 1 for j in range(table.numeric.shape[1]))
+        assert all(len(np.unique(np.asarray(table.numeric)[:, j])) == 1
+                   for j in range(table.numeric.shape[1]))
