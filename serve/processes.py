@@ -15,6 +15,8 @@ inherits the environment, forked or spawned, so no handle has to be passed down 
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -27,6 +29,8 @@ from types import FrameType
 from typing import Any
 
 STOP_ORDERS_ENV = "RELSERVE_STOP_ORDERS"
+PR_SET_NAME = 15  # prctl(2)
+OWNER_NAME, BACKGROUND_NAME = "relserve-graph", "relserve-bg"
 GROUP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 Handler = Callable[[int, FrameType | None], Any]
 
@@ -129,6 +133,15 @@ def signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def name_process(name: str) -> None:
+    """Set this process's name as ``ps`` and ``/proc/PID/comm`` show it (Linux; at most 15 bytes), so
+    that tools tell the server's own helper processes (the graph owner, the background process) from
+    LitServe's spawned inference workers, which share their command line."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
 
 
 def defer_to_main() -> None:

@@ -7,9 +7,10 @@ temporary one), then drives ``--clients`` closed-loop clients with the registry'
 batches of ``--batch-rows`` (known customers and articles, dated the day after the snapshot); the
 two alternate ``--rounds`` times, so that a machine whose load drifts slows both alike. A watcher
 polls ``GET /ingest/status`` every ``--watch-poll`` (10 ms): a batch's lag is from the moment its
-POST was sent to the first poll at which every worker's graph holds it (every answer reads it), and
-its keyed lag to the first poll at which the purchase article keys cover it too (what ``?sync=true``
-waits for; the keys are refreshed on their own pacing, ``--key-share``).
+POST was sent to the first poll at which the graph owner has published a version holding it (every
+answer reads it from then on), and its keyed lag to the first poll at which every purchase worker's
+article keys cover it too (what ``?sync=true`` waits for; the owner refreshes the keys on their own
+pacing, ``--key-share``).
 Prints one table; ``--json`` also writes the numbers. The target (issue 20): throughput with
 ingestion within 10 % of without, lag p99 under 1 s. Where the CPU went: each server process's (by
 role) and the benchmark's own (clients, ingester, watcher) CPU seconds per second in both phases,

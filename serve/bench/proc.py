@@ -43,8 +43,15 @@ def command_line(pid: int) -> bytes:
     return Path(f"/proc/{pid}/cmdline").read_bytes()
 
 
+def process_name(pid: int) -> str:
+    """The process's name (``/proc/PID/comm``): the server names its own helpers
+    (:func:`serve.processes.name_process`)."""
+    return Path(f"/proc/{pid}/comm").read_text().strip()
+
+
 def is_spawned_child(pid: int) -> bool:
-    """Whether multiprocessing's *spawn* start method made the process (LitServe's inference workers)."""
+    """Whether multiprocessing's *spawn* start method made the process (LitServe's inference workers,
+    and the server's own named helpers: see :func:`process_name`)."""
     return b"spawn_main" in command_line(pid)
 
 

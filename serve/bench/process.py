@@ -20,7 +20,17 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from serve.bench.proc import command_line, is_spawned_child, start_tick, state
+from serve.bench.proc import command_line, is_spawned_child, process_name, start_tick, state
+from serve.processes import BACKGROUND_NAME, OWNER_NAME
+
+HELPERS = {OWNER_NAME: "graph-owner", BACKGROUND_NAME: "background"}
+
+
+def _name(pid: int) -> str:
+    try:
+        return process_name(pid)
+    except OSError:  # gone meanwhile
+        return ""
 
 
 def free_port() -> int:
@@ -108,17 +118,26 @@ class ServerProcess:
     def worker_pids(self) -> list[int]:
         """The inference workers (spawned, where the rest is forked), oldest first: LitServe starts
         them in task order, a task's workers one after another."""
-        return sorted((pid for pid in self.group_pids() if is_spawned_child(pid)), key=start_tick)
+        spawned = (pid for pid in self.group_pids() if is_spawned_child(pid) and _name(pid) not in HELPERS)
+        return sorted(spawned, key=start_tick)
+
+    def helper_pids(self) -> dict[str, int]:
+        """The server's own helper processes by name (``relserve-graph``: the graph owner,
+        ``relserve-bg``: the background process)."""
+        return {name: pid for pid in self.group_pids() if (name := _name(pid)) in HELPERS}
 
     def roles(self, tasks: list[str]) -> dict[int, str]:
-        """Each process of the group by role: main, manager, worker:<task>[#i], api-server, tracker.
+        """Each process of the group by role: main, manager, worker:<task>[#i], api-server, tracker,
+        graph-owner, background.
 
         LitServe forks its Manager, spawns the workers in task order, then forks the API servers.
         """
         roles, forked = {self.proc.pid: "main"}, []
         workers = self.worker_pids()
+        helpers = {pid: name for name, pid in self.helper_pids().items()}
+        roles.update({pid: HELPERS[name] for pid, name in helpers.items()})
         for pid in self.group_pids():
-            if pid == self.proc.pid or pid in workers:
+            if pid == self.proc.pid or pid in workers or pid in helpers:
                 continue
             if b"resource_tracker" in command_line(pid):
                 roles[pid] = "tracker"

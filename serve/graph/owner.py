@@ -31,7 +31,7 @@ from serve.graph.owner_keys import KeyMaker, RankingTask
 from serve.ingest.config import IngestConfig
 from serve.ingest.metrics import FollowerMetrics
 from serve.ingest.pacing import Pacer
-from serve.processes import defer_to_main
+from serve.processes import OWNER_NAME, defer_to_main, name_process
 
 log = logging.getLogger("relserve.graph")
 
@@ -120,6 +120,7 @@ class GraphOwner:
 def serve_graph(config: IngestConfig, artifacts: str, parent_pid: int, ranking: list[RankingTask]) -> None:
     """The owner process's main: catch up, publish, follow the log until the main process is gone."""
     defer_to_main()  # SIGINT/SIGTERM to the whole group: the main process says when to stop
+    name_process(OWNER_NAME)
     logging.basicConfig(level=logging.INFO, format="relserve graph owner: %(levelname)s: %(message)s")
     torch.set_num_threads(1)  # one core's worth beside the workers (they set their own)
     owner = GraphOwner(config, Path(artifacts), ranking)
