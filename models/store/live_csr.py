@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from torch import Tensor
@@ -136,27 +137,39 @@ class LiveCSR:
     kept_cache: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        d, base_rows = self.delta, self.base.num_rows
-        base_rowptr = as_numpy(self.base.rowptr)
+        d = self.delta
+        num_edges = self.base.num_edges + d.csr.num_edges - int(as_numpy(d.tail).sum())
+        merged = num_edges <= MERGED_MAX_EDGES
+        for name, value in (("num_edges", num_edges), ("merged", merged), ("_kept", {})):
+            object.__setattr__(self, name, value)
+        if self.merged:
+            self._merge()
+        else:
+            for name, value in zip(("rowptr", "col", "day", "prefix"), self._virtual, strict=True):
+                object.__setattr__(self, name, value)
+
+    @cached_property
+    def overlay(self) -> Overlay:
+        """The position overlay (built when first read: a merged version continued from the last one
+        reads it only for the sampler's per-day list)."""
+        d, base_rowptr = self.delta, as_numpy(self.base.rowptr)
         nodes, delta_rowptr = as_numpy(d.nodes), as_numpy(d.csr.rowptr)
-        overlay = Overlay.build(base_rowptr[np.minimum(nodes, base_rows)], as_numpy(d.head), as_numpy(d.tail),
-                                delta_rowptr[:-1], np.diff(delta_rowptr))
-        num_edges = self.base.num_edges + int(overlay.shift[-1])
-        rowptr = VirtualRowptr(base_rowptr, VirtualRowptr.table(nodes, self.num_rows), overlay.shift,
-                               self.num_rows + 1)
+        return Overlay.build(base_rowptr[np.minimum(nodes, self.base.num_rows)], as_numpy(d.head),
+                             as_numpy(d.tail), delta_rowptr[:-1], np.diff(delta_rowptr))
+
+    @cached_property
+    def _virtual(self) -> tuple[VirtualRowptr, VirtualArray, VirtualArray, LivePrefix]:
+        """``rowptr``, ``col``, ``day`` and ``prefix`` read through the overlay."""
+        d, overlay, num_edges = self.delta, self.overlay, self.num_edges
+        table = VirtualRowptr.table(as_numpy(d.nodes), self.num_rows)
+        rowptr = VirtualRowptr(as_numpy(self.base.rowptr), table, overlay.shift, self.num_rows + 1)
         tail = as_numpy(d.tail)
         spend = VirtualCumulative.build(overlay, self.base_prefix.spend, d.prefix.spend, tail, num_edges + 1)
         days = VirtualCumulative.build(overlay, self.base_prefix.day_starts, d.prefix.day_starts, tail,
                                        num_edges + 1)
-        for name, value in (
-                ("overlay", overlay), ("num_edges", num_edges), ("rowptr", rowptr),
-                ("col", VirtualArray(overlay, as_numpy(self.base.col), as_numpy(d.csr.col), num_edges)),
-                ("day", VirtualArray(overlay, as_numpy(self.base.day), as_numpy(d.csr.day), num_edges)),
-                ("prefix", LivePrefix(self.base_prefix, d, rowptr, spend, days, base_rows)), ("_kept", {})):
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "merged", num_edges <= MERGED_MAX_EDGES)
-        if self.merged:
-            self._merge()
+        return (rowptr, VirtualArray(overlay, as_numpy(self.base.col), as_numpy(d.csr.col), num_edges),
+                VirtualArray(overlay, as_numpy(self.base.day), as_numpy(d.csr.day), num_edges),
+                LivePrefix(self.base_prefix, d, rowptr, spend, days, self.base.num_rows))
 
     def _merge(self) -> None:
         """Replace ``rowptr``, ``col``, ``day`` and ``prefix`` by tensors in virtual order: from the last
@@ -179,13 +192,14 @@ class LiveCSR:
     def _merge_whole(self) -> tuple[TemporalCSR, EdgePrefix]:
         """The values the overlay reads at every position (the same ones, bit for bit)."""
         d, layout = self.delta, self.overlay.layout(self.num_edges + 1)
+        virtual_rowptr, virtual_col, virtual_day, virtual_prefix = self._virtual
         buffers: Buffers = self.kept_cache.setdefault(_BUFFERS, Buffers())
 
         def merged(name: str, array: VirtualArray | VirtualCumulative) -> np.ndarray:
             return array.merged(layout, buffers.get(name, array.dtype, array.size))
 
-        rowptr = self.rowptr.at(np.arange(self.num_rows + 1))
-        day = merged("day", self.day)
+        rowptr = virtual_rowptr.at(np.arange(self.num_rows + 1))
+        day = merged("day", virtual_day)
         base = self.base_prefix
         days = [base.min_day, base.min_day + base.span - 2] if self.base.num_edges else []
         if d.csr.num_edges:
@@ -194,10 +208,10 @@ class LiveCSR:
         min_day = min(days, default=0)
         span = max(days, default=0) - min_day + 2
         key = self._key(layout, rowptr, day, min_day, span, buffers)
-        prefix = EdgePrefix(as_tensor(merged("spend", self.prefix.spend)),
-                            as_tensor(merged("day_starts", self.prefix.day_starts)), as_tensor(key),
+        prefix = EdgePrefix(as_tensor(merged("spend", virtual_prefix.spend)),
+                            as_tensor(merged("day_starts", virtual_prefix.day_starts)), as_tensor(key),
                             min_day, span)
-        col = merged("col", self.col)
+        col = merged("col", virtual_col)
         return TemporalCSR(as_tensor(rowptr), as_tensor(col), as_tensor(day)), prefix
 
     def _key(self, layout: Layout, rowptr: np.ndarray, day: np.ndarray, min_day: int, span: int,
