@@ -10,7 +10,6 @@ indices aside: new nodes are numbered after the base's). The base arrays stay me
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -20,7 +19,8 @@ from torch import Tensor
 from models.store.csr import TemporalCSR
 from models.store.delta import DeltaCSR, build_delta
 from models.store.kept import KeptEdges, LiveKept
-from models.store.overlay import Layout, Overlay, VirtualArray, VirtualCumulative, as_numpy, as_tensor
+from models.store.live_merged import BUFFERS, MERGED, Buffers, Layout, Merged, log_rows, step
+from models.store.overlay import Overlay, VirtualArray, VirtualCumulative, as_numpy, as_tensor
 from models.store.snapshot_prefix import INT32_MAX, EdgePrefix
 
 FAR = 2**40  # a day after every edge (the split of a row the delta does not touch)
@@ -174,26 +174,26 @@ class LiveCSR:
     def _merge(self) -> None:
         """Replace ``rowptr``, ``col``, ``day`` and ``prefix`` by tensors in virtual order: from the last
         version's (kept in ``kept_cache``) plus the rows logged since, or else from the base + delta."""
-        log = _log_rows(self.delta)
-        step = _step(self.kept_cache.get(_MERGED), log, self.num_rows)
-        if step is None:
+        log = log_rows(self.delta)
+        later_rows = step(self.kept_cache.get(MERGED), log, self.num_rows)
+        if later_rows is None:
             csr, prefix = self._merge_whole()
         else:
-            previous, (src, dst, day, price) = step
+            previous, (src, dst, day, price) = later_rows
             small = build_delta(previous.csr, previous.prefix, None, previous.num_rows, src, dst, day, price)
             later = LiveCSR(previous.csr, previous.prefix, small, self.num_rows,
-                            {_BUFFERS: self.kept_cache.setdefault(_BUFFERS, Buffers())})
+                            {BUFFERS: self.kept_cache.setdefault(BUFFERS, Buffers())})
             csr, prefix = TemporalCSR(later.rowptr, later.col, later.day), later.prefix
         for name, value in (("rowptr", csr.rowptr), ("col", csr.col), ("day", csr.day), ("prefix", prefix)):
             object.__setattr__(self, name, value)
         if log is not None:
-            self.kept_cache[_MERGED] = Merged(csr, prefix, self.num_rows, log)
+            self.kept_cache[MERGED] = Merged(csr, prefix, self.num_rows, log)
 
     def _merge_whole(self) -> tuple[TemporalCSR, EdgePrefix]:
         """The values the overlay reads at every position (the same ones, bit for bit)."""
         d, layout = self.delta, self.overlay.layout(self.num_edges + 1)
         virtual_rowptr, virtual_col, virtual_day, virtual_prefix = self._virtual
-        buffers: Buffers = self.kept_cache.setdefault(_BUFFERS, Buffers())
+        buffers: Buffers = self.kept_cache.setdefault(BUFFERS, Buffers())
 
         def merged(name: str, array: VirtualArray | VirtualCumulative) -> np.ndarray:
             return array.merged(layout, buffers.get(name, array.dtype, array.size))
@@ -249,80 +249,3 @@ class LiveCSR:
             delta = KeptEdges.build(d.csr.day.numpy(), d.csr.rowptr.numpy(), per_day)
             self._kept[per_day] = LiveKept.build(base, delta, self.overlay, as_numpy(d.tail), self.num_edges)
         return self._kept[per_day]
-
-
-_MERGED, _BUFFERS = "merged", "buffers"  # kept_cache entries: the last merged version, Buffers
-
-
-class Buffers:
-    """Arrays of earlier versions' merged CSRs that nothing reads any more, refilled for the next
-    version: fresh memory costs more to fault in than to fill (~1 ms per 2 MB measured here, a
-    third of an apply). An array is free when no version, view or tensor refers to it: a tensor
-    made from it, or from a view of it, holds a reference, so the count tells."""
-
-    KEEP = 3  # per name: the current version, one a request may still read, the next
-
-    def __init__(self) -> None:
-        self._arrays: dict[str, list[np.ndarray]] = {}
-
-    def get(self, name: str, dtype, size: int) -> np.ndarray:
-        """A ``(size,)`` array of ``dtype`` that no one else holds (contents undefined)."""
-        arrays = self._arrays.setdefault(name, [])
-        for array in arrays:
-            # Referenced only by the list, the loop variable and getrefcount's argument: free.
-            if array.dtype == dtype and len(array) >= size and sys.getrefcount(array) == 3:
-                return array[:size]
-        array = np.empty(size + size // 32 + 64, dtype=dtype)  # room for a few more batches
-        arrays.append(array)
-        del arrays[:-self.KEEP]
-        return array[:size]
-
-
-STEP_MAX_ROWS = 4096  # more log rows since the last version: merge from the base instead
-
-
-@dataclass(frozen=True)
-class Merged:
-    """A version's CSR and prefix sums in virtual order, and the log rows they hold (where the next
-    version of the same live graph continues from).
-
-    Args:
-        csr, prefix: the merged arrays.
-        num_rows: source nodes.
-        log: ``(T,)`` source node, destination, day and price of every log row, in log order.
-    """
-
-    csr: TemporalCSR
-    prefix: EdgePrefix
-    num_rows: int
-    log: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-def _log_rows(d: DeltaCSR) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """The delta's new edges back in log order: ``(T,)`` source, destination, day, price (``None``: a
-    delta without :attr:`DeltaCSR.log_index`)."""
-    if d.log_index is None:
-        return None
-    index = as_numpy(d.log_index)
-    new = index >= 0
-    place = index[new]
-    source = np.repeat(as_numpy(d.nodes), np.diff(as_numpy(d.csr.rowptr)))
-    out = []
-    for values in (source, as_numpy(d.csr.col), as_numpy(d.csr.day), as_numpy(d.price)):
-        rows = np.empty(d.new_edges, dtype=values.dtype)
-        rows[place] = values[new]
-        out.append(rows)
-    return tuple(out)
-
-
-def _step(previous: Merged | None, log: tuple | None, num_rows: int) -> tuple[Merged, tuple] | None:
-    """``(previous, the log rows after it)`` when this version is ``previous`` plus a few more log
-    rows (the same rows first, no node removed), else ``None``."""
-    if previous is None or log is None or previous.num_rows > num_rows:
-        return None
-    count, total = len(previous.log[0]), len(log[0])
-    if not count <= total <= count + STEP_MAX_ROWS:
-        return None
-    if not all(np.array_equal(now[:count], then) for now, then in zip(log, previous.log, strict=True)):
-        return None
-    return previous, tuple(now[count:] for now in log)

@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from models.store.live_merged import Layout
+
 BEFORE, HEAD, DELTA, AFTER = 0, 1, 2, 3
 
 
@@ -112,95 +114,9 @@ class Overlay:
         return self.start[row] + self.head[row]
 
     def layout(self, size: int) -> Layout:
-        """Every virtual index ``0 .. size - 1`` located at once (:class:`Layout`), to copy whole arrays
-        into virtual order without a binary search per index."""
+        """Every virtual index ``0 .. size - 1`` located at once (:class:`models.store.live_merged.Layout`),
+        to copy whole arrays into virtual order without a binary search per index."""
         return Layout.build(self, size)
-
-
-PIECES_MAX_ROWS = 512  # up to this many dirty rows, copy contiguous slices; past it, one gather
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where every virtual index ``0 .. S - 1`` lies, for copying whole arrays into virtual order.
-
-    The virtual space is a run of base *pieces* (the base indices before the first dirty row's
-    delta segment, between two dirty rows' delta segments, after the last), each shifted by a
-    constant, with dirty row ``j``'s delta segment after piece ``j``: :meth:`Overlay.locate` puts
-    each index in the same place. Few dirty rows: the pieces are copied as slices (memory speed);
-    many: through ``source``, one gather, since a Python loop over thousands of slices costs more.
-
-    Args:
-        base_first: ``(K + 1,)`` int64 where each base piece begins in the base space.
-        virtual_first: ``(K + 1,)`` int64 where it begins in the virtual space.
-        head_end: ``(K,)`` int64 where each delta segment begins (base piece ``j`` ends).
-        length: ``(K,)`` int64 the delta segments' lengths.
-        source: ``(S,)`` int64 base index of each virtual index (``0`` inside delta segments), or
-            ``None`` (copy slices).
-        in_delta: ``(M,)`` int64 the virtual indices inside delta segments, in delta order.
-        delta_index: ``(M,)`` int64 their delta indices.
-        delta_row: ``(M,)`` int64 their dirty rows.
-    """
-
-    base_first: np.ndarray
-    virtual_first: np.ndarray
-    head_end: np.ndarray
-    length: np.ndarray
-    source: np.ndarray | None
-    in_delta: np.ndarray
-    delta_index: np.ndarray
-    delta_row: np.ndarray
-
-    @classmethod
-    def build(cls, o: Overlay, size: int) -> Layout:
-        k, head_end = len(o.start), o.start + o.head
-        tail = o.length - np.diff(o.shift)
-        base_first = np.concatenate([np.zeros(1, dtype=np.int64), o.base_start + o.head + tail])
-        virtual_first = base_first + o.shift
-        delta_row = np.repeat(np.arange(k, dtype=np.int64), o.length)
-        first = np.cumsum(o.length) - o.length
-        within = np.arange(len(delta_row), dtype=np.int64) - np.repeat(first, o.length)
-        in_delta = head_end[delta_row] + within
-        source = None
-        if k > PIECES_MAX_ROWS:
-            lengths = np.empty(2 * k + 1, dtype=np.int64)  # base piece j, then delta segment j
-            lengths[0::2] = np.append(head_end, size) - virtual_first
-            lengths[1::2] = o.length
-            offset = np.zeros(2 * k + 1, dtype=np.int64)
-            offset[0::2] = -o.shift
-            source = np.arange(size, dtype=np.int64)
-            source += np.repeat(offset, lengths)
-            source[in_delta] = 0
-        return cls(base_first, virtual_first, head_end, o.length, source, in_delta,
-                   o.delta_start[delta_row] + within, delta_row)
-
-    def base_part(self, base: np.ndarray, add: np.ndarray | None, size: int, dtype,
-                  out: np.ndarray | None = None) -> np.ndarray:
-        """``(size,)``: base piece ``j`` (plus ``add[j]``) at its virtual place, in ``dtype`` (into
-        ``out`` when given); the delta segments are left for the caller to fill."""
-        ends = np.append(self.head_end, size)
-        out = np.empty(size, dtype=dtype) if out is None else out
-        if add is not None:
-            add = add.astype(dtype)  # one type in each addition: no casting per element
-        if self.source is not None:
-            if base.dtype == dtype:
-                np.take(base, self.source[:size], out=out)
-            else:
-                out[:] = base[self.source[:size]]
-            if add is not None:  # per base piece; the delta segments' values are replaced after
-                lengths = np.empty(2 * len(self.length) + 1, dtype=np.int64)
-                lengths[0::2], lengths[1::2] = ends - self.virtual_first, self.length
-                values = np.zeros(len(lengths), dtype=add.dtype)
-                values[0::2] = add
-                out += np.repeat(values, lengths)
-            return out
-        pieces = zip(self.base_first.tolist(), self.virtual_first.tolist(), ends.tolist(), strict=True)
-        for j, (b, v, stop) in enumerate(pieces):
-            if add is None:
-                out[v:stop] = base[b:b + stop - v]
-            else:
-                np.add(base[b:b + stop - v], add[j], out=out[v:stop])
-        return out
 
 
 def take(base: np.ndarray, delta: np.ndarray, in_delta: np.ndarray, base_index: np.ndarray,

@@ -15,11 +15,12 @@ import pytest
 import torch
 
 import models.store.live_csr as live_csr
-import models.store.overlay as overlay
+import models.store.live_merged as live_merged
 from models.schema import NODE_TYPES
 from models.store.delta import build_delta
 from models.store.live import LiveGraph
-from models.store.live_csr import Buffers, LiveCSR, Merged, _step
+from models.store.live_csr import LiveCSR
+from models.store.live_merged import Buffers, Merged, step
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
 from models.store.snapshot_prefix import OTHER
@@ -95,7 +96,7 @@ def _views(base: GraphSnapshot, batches: list[IngestBatch], one_by_one: bool):
 def test_a_whole_merge_reads_the_overlays_values_bit_for_bit(base_and_batches, pieces_max_rows: int,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     base, batches = base_and_batches
-    monkeypatch.setattr(overlay, "PIECES_MAX_ROWS", pieces_max_rows)
+    monkeypatch.setattr(live_merged, "PIECES_MAX_ROWS", pieces_max_rows)
     view = _views(base, batches, one_by_one=False)  # one build: nothing to continue from
     for t in NODE_TYPES:
         csr = view.adjacency[(t, OTHER[t])]
@@ -130,13 +131,13 @@ def test_a_continued_merge_reads_the_overlays_values(base_and_batches,
 def test_a_version_continues_only_the_same_log() -> None:
     rows = (np.arange(5), np.arange(5) % 3, np.full(5, 100), np.linspace(0.1, 0.5, 5))
     previous = Merged(None, None, 4, tuple(a[:3] for a in rows))
-    found = _step(previous, rows, 4)
+    found = step(previous, rows, 4)
     assert found is not None and all(np.array_equal(a, b[3:]) for a, b in zip(found[1], rows, strict=True))
     other = (rows[0], rows[1], rows[2] + 1, rows[3])  # another day for the same rows: not a continuation
-    assert _step(previous, other, 4) is None
-    assert _step(previous, rows, 3) is None  # fewer nodes than the last version
-    assert _step(Merged(None, None, 4, rows), tuple(a[:3] for a in rows), 4) is None  # fewer rows
-    assert _step(None, rows, 4) is None and _step(previous, None, 4) is None
+    assert step(previous, other, 4) is None
+    assert step(previous, rows, 3) is None  # fewer nodes than the last version
+    assert step(Merged(None, None, 4, rows), tuple(a[:3] for a in rows), 4) is None  # fewer rows
+    assert step(None, rows, 4) is None and step(previous, None, 4) is None
 
 
 def test_past_the_limit_every_read_goes_through_the_overlay(base_and_batches, tmp_path: Path,
