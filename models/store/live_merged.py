@@ -1,4 +1,4 @@
-"""Copying a live graph's version into virtual order (:attr:`models.store.live_csr.LiveCSR.merged`).
+"""Copying a live graph's version into virtual order (a merged :class:`models.store.live_csr.LiveCSR`).
 
 :class:`Layout` places every virtual index of an :class:`models.store.overlay.Overlay` at once, so
 that whole arrays are copied (in slices, or by one gather) rather than mapped per read;
