@@ -183,3 +183,15 @@ def test_the_keys_follow_the_model_version_the_workers_are_ordered_to_serve(
         assert not maker._follow_models(owner.graph) and maker.models["purchase"][0] == 1
     finally:
         owner.close()
+
+
+def test_the_owner_benchmark_prints_each_step(snapshot: GraphSnapshot, capsys: pytest.CaptureFixture) -> None:
+    from serve.bench import graph_owner
+
+    graph_owner.main(["--artifacts", str(snapshot.directory.parent), "--rows", "300", "--batch-rows", "100",
+                      "--key-refreshes", "0"])
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [int(r[0].replace(",", "")) for r in rows] == [100, 300]  # delta rows at the marks
+    assert all(float(v) >= 0 for r in rows for v in r[1:])
+    with pytest.raises(SystemExit):
+        graph_owner.main(["--artifacts", str(snapshot.directory), "--rows", "10"])  # no snapshot/ in it
