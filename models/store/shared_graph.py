@@ -12,6 +12,7 @@ the number of workers, without a thread of its own.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -23,7 +24,7 @@ import numpy as np
 from models.store.live import VIEW_ATTRIBUTES
 from models.store.live_view import LiveView
 from models.store.shared_codec import VersionFileError, read_version
-from models.store.shared_header import GraphHeader, Published, version_file
+from models.store.shared_header import GraphHeader, HeaderBusy, Published, version_file
 from models.store.snapshot import GraphSnapshot, SnapshotError
 from models.store.versions import Lease
 
@@ -119,7 +120,9 @@ class SharedGraph:
         if self.header.version() != self._held:
             with self._lock:
                 if self.header.version() != self._held:
-                    self._view = self._load()
+                    # An owner that died mid-write: answer from the version held until the next one.
+                    with contextlib.suppress(HeaderBusy):
+                        self._view = self._load()
         return self._view
 
     def _load(self) -> LiveView:

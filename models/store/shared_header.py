@@ -26,6 +26,10 @@ _PATH_AT = _FIELDS.size
 MAX_PATH = SIZE - _PATH_AT - _PATH.size
 
 
+class HeaderBusy(RuntimeError):
+    """The header stayed mid-write longer than a reader waits."""
+
+
 def shared_dir(state_dir: Path) -> Path:
     """The directory of one server's published versions: in ``/dev/shm`` (memory, never written to
     disk) when it exists, else ``STATE_DIR/graph``; one per state directory."""
@@ -95,11 +99,19 @@ class GraphHeader:
         """The current version's number (``0``: none yet); cheap enough to call per answer."""
         return struct.unpack_from("<Q", self._map, 8)[0]
 
-    def read(self) -> Published | None:
-        """The current version (``None``: nothing published yet)."""
+    def read(self, wait_s: float = 0.05) -> Published | None:
+        """The current version (``None``: nothing published yet).
+
+        Raises:
+            HeaderBusy: the header stayed mid-write for ``wait_s`` (an owner killed while writing it
+                leaves it so until the next owner publishes: keep what you hold meanwhile).
+        """
+        deadline = time.monotonic() + wait_s
         while True:
             lock = struct.unpack_from("<Q", self._map, 0)[0]
             if lock % 2:
+                if time.monotonic() > deadline:
+                    raise HeaderBusy(f"{self.directory}: the graph header is being written")
                 time.sleep(0)
                 continue
             fields = _FIELDS.unpack_from(self._map, 0)

@@ -23,7 +23,7 @@ from typing import Any
 from models.runtime.serving_state import ArticleKeys
 from models.store.shared_codec import VersionFileError, load
 from models.store.shared_graph import SharedGraph
-from models.store.shared_header import keys_file
+from models.store.shared_header import HeaderBusy, keys_file
 from serve.gil import FAST_SWITCHING
 from serve.ingest.metrics import FollowerMetrics
 from serve.ingest.pacing import Pacer
@@ -90,7 +90,10 @@ class KeyFollower:
     def _owner_keys(self, model_version: int) -> ArticleKeys | None:
         """The owner's keys newer than the ones last read, if computed with ``model_version`` over
         this worker's base snapshot."""
-        published = self.graph.header.read()
+        try:
+            published = self.graph.header.read()
+        except HeaderBusy:  # an owner died mid-write: look again at the next step
+            return None
         if published is None or published.keys_version in (0, self._held):
             return None
         try:

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from models.store.shared_header import GraphHeader, shared_dir
+from models.store.shared_header import GraphHeader, HeaderBusy, shared_dir
 from models.store.shared_publisher import remove_shared
 from serve.graph.owner_keys import RankingTask
 from serve.ingest.config import IngestConfig
@@ -25,6 +25,7 @@ from serve.processes import release_children, signals_held
 log = logging.getLogger("relserve.graph")
 
 WATCH_S = 0.1
+MAX_BACKOFF_S = 30.0
 
 
 class GraphOwnerProcess:
@@ -46,6 +47,7 @@ class GraphOwnerProcess:
         self.directory = shared_dir(config.state_dir)
         self.process: mp.process.BaseProcess | None = None
         self.restarts = 0
+        self._failures = 0  # restarts since an owner last published
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -72,9 +74,15 @@ class GraphOwnerProcess:
             if process is not None and not process.is_alive():
                 if self._stopping.is_set():
                     return
+                # An owner that keeps failing at start-up (a broken log) is retried ever more slowly.
+                pause = min(MAX_BACKOFF_S, 2.0 ** self._failures - 1) if self._failures else 0.0
+                log.warning("the graph owner (pid %s) exited with %s; starting it again%s (answers come "
+                            "from the last published graph meanwhile)", process.pid, process.exitcode,
+                            f" in {pause:.0f} s" if pause else "")
+                if self._stopping.wait(pause):
+                    return
                 self.restarts += 1
-                log.warning("the graph owner (pid %s) exited with %s; starting it again (answers come from "
-                            "the last published graph meanwhile)", process.pid, process.exitcode)
+                self._failures += 1
                 self._spawn()
                 continue
             if self.down.value:
@@ -82,9 +90,13 @@ class GraphOwnerProcess:
                     header = header or GraphHeader(self.directory)
                 except FileNotFoundError:
                     continue
-                published = header.read()
+                try:
+                    published = header.read()
+                except HeaderBusy:
+                    continue
                 if published is not None and process is not None and published.pid == process.pid:
                     self.down.value = 0
+                    self._failures = 0
 
     def stop(self) -> None:
         self._stopping.set()

@@ -26,7 +26,7 @@ from models.store.live import LiveGraph
 from models.store.records import IngestBatch
 from models.store.shared_codec import VersionFileError, base_references, read_version
 from models.store.shared_graph import GraphNotPublished, SharedGraph
-from models.store.shared_header import version_file
+from models.store.shared_header import HeaderBusy, version_file
 from models.store.shared_publisher import Publisher
 from models.store.snapshot import GraphSnapshot
 from models.store.tables import RelTables, Transactions
@@ -147,3 +147,21 @@ def test_no_version_or_a_broken_file_is_a_clear_error(tmp_path: Path, owner) -> 
     (tmp_path / "broken.graph").write_bytes(b"not a graph")
     with pytest.raises(VersionFileError, match="not a graph version file"):
         read_version(tmp_path / "broken.graph", owner[0].base)
+
+
+def test_a_header_left_mid_write_keeps_the_version_held(owner) -> None:
+    graph, publisher, _, _ = owner
+    reader = SharedGraph(publisher.directory)
+    held = reader.view()
+    header = publisher.header
+    lock = struct.unpack_from("<Q", header._map, 0)[0]
+    struct.pack_into("<Q", header._map, 0, lock + 1)  # an owner killed while writing the header
+    struct.pack_into("<Q", header._map, 8, publisher.version + 1)  # ... after the version number
+    try:
+        assert reader.view() is held or reader.view().sequence == held.sequence
+        with pytest.raises(HeaderBusy):
+            header.read(wait_s=0.01)
+    finally:
+        struct.pack_into("<Q", header._map, 8, publisher.version)
+        struct.pack_into("<Q", header._map, 0, lock + 2)
+    assert publisher.publish(graph.view()).version == header.read().version  # the next owner writes on
