@@ -136,7 +136,7 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
         background = ingestion.BackgroundProcess(config.ingest, artifacts)
         ranking = [RankingTask(b.task, str(b.bundle_dir), versions[b.task])
                    for b in bundles if b.task in keyed]
-        owner = GraphOwnerProcess(config.ingest, artifacts, admission.graph_down, ranking)
+        owner = GraphOwnerProcess(config.ingest, artifacts, admission.graph_down, ranking, threads)
     if config.ingest is not None or credentials.read is not None:
         # Outermost: credentials are checked before admission counts a request or a body is read.
         app.add_middleware(KeyAuth, credentials=credentials, read_paths=frozenset(admission.limits),

@@ -117,12 +117,13 @@ class GraphOwner:
             self.lease.release()
 
 
-def serve_graph(config: IngestConfig, artifacts: str, parent_pid: int, ranking: list[RankingTask]) -> None:
+def serve_graph(config: IngestConfig, artifacts: str, parent_pid: int, ranking: list[RankingTask],
+                threads: int = 1) -> None:
     """The owner process's main: catch up, publish, follow the log until the main process is gone."""
     defer_to_main()  # SIGINT/SIGTERM to the whole group: the main process says when to stop
     name_process(OWNER_NAME)
     logging.basicConfig(level=logging.INFO, format="relserve graph owner: %(levelname)s: %(message)s")
-    torch.set_num_threads(1)  # one core's worth beside the workers (they set their own)
+    torch.set_num_threads(threads)  # as many as a worker: the key refresh is one catalogue-wide forward
     owner = GraphOwner(config, Path(artifacts), ranking)
     try:
         owner.catch_up()

@@ -36,12 +36,14 @@ class GraphOwnerProcess:
         artifacts: the served artifacts.
         down: a shared ``mp.Value("b")``: 1 while no owner has published since the last (re)start.
         ranking: the ranking tasks whose article keys the owner computes.
+        threads: torch threads of the owner (a worker's: see serve.layout).
     """
 
     def __init__(self, config: IngestConfig, artifacts: Path, down: Any,
-                 ranking: list[RankingTask] | None = None) -> None:
+                 ranking: list[RankingTask] | None = None, threads: int = 1) -> None:
         self.config = config
         self.ranking = list(ranking or [])
+        self.threads = threads
         self.artifacts = Path(artifacts)
         self.down = down
         self.directory = shared_dir(config.state_dir)
@@ -62,8 +64,8 @@ class GraphOwnerProcess:
 
         self.down.value = 1
         self.process = mp.get_context("spawn").Process(
-            target=serve_graph, args=(self.config, str(self.artifacts), os.getpid(), self.ranking),
-            name="relserve-graph", daemon=True)
+            target=serve_graph, name="relserve-graph", daemon=True,
+            args=(self.config, str(self.artifacts), os.getpid(), self.ranking, self.threads))
         with signals_held():  # until serve_graph's own handlers are in place
             self.process.start()
 

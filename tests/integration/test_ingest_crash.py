@@ -2,7 +2,7 @@
 the WAL, then a restart. Every acknowledged batch is in the log exactly once, whole, under the sequence
 its answer gave; the torn record is dropped with a warning; retries of every batch sent (answered or
 not) append nothing twice; and the restarted workers serve the whole log. Then ``kill -9`` of the graph
-owner alone, under load."""
+owner alone, under load, on the restarted server."""
 
 from __future__ import annotations
 
@@ -110,16 +110,16 @@ def test_kill_9_during_ingestion_keeps_every_acknowledged_row_exactly_once(artif
         last = after[-1].sequence
         wait_for(lambda: requests.get(f"{server.url}/ingest/status", headers=WRITE, timeout=10).json()
                  ["visible_sequence"] == last, "the restarted worker serving the whole log", 120)
+        kill_the_graph_owner_under_load(server, snapshot)  # on the same server: one start less
     finally:
         server.stop()
 
 
-def test_kill_9_of_the_graph_owner_loses_and_repeats_no_batch(artifacts: Path, snapshot: GraphSnapshot,
-                                                              tmp_path: Path) -> None:
-    """The owner is restarted; answers meanwhile come from the last published graph (or a clean
-    503), ``/health`` says 503 until the new owner has published, and every acknowledged batch is in
-    the served graph exactly once afterwards."""
-    server = start(artifacts, tmp_path / "state", tmp_path / "serve.log")
+def kill_the_graph_owner_under_load(server: ServerProcess, snapshot: GraphSnapshot) -> None:
+    """``kill -9`` of the graph owner alone during a stream of batches and predictions: it is
+    restarted; answers meanwhile come from the last published graph (or a clean 503), ``/health``
+    says 503 until the new owner has published, and every acknowledged batch (of ``ROWS`` rows, as
+    every batch of this module) is in the served graph exactly once afterwards."""
     customers = node_ids(snapshot, CUSTOMER, 4)
     answers: list[int] = []
     health: list[int] = []
@@ -166,4 +166,3 @@ def test_kill_9_of_the_graph_owner_loses_and_repeats_no_batch(artifacts: Path, s
         assert "starting it again" in server.log()
     finally:
         stop.set()
-        server.stop()
