@@ -15,8 +15,6 @@ import json
 import os
 import pickle
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,10 +30,10 @@ from models.store.snapshot_files import META_FILE
 from serve.bench.metrics_read import scrape, value
 from serve.bench.process import ServerProcess, free_port
 from serve.bundles import ArtifactsError, check_bundles, find_bundles
+from tests.cli_batch import Finished, run_many
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 MAX_BATCH = "8"  # as the session server, so the compile-cache paths (keyed by the ladder) are its own
 ARRAY = "customer_article.day.npy"
 
@@ -138,11 +136,22 @@ def test_a_broken_file_is_refused_naming_it(artifacts, tmp_path, case):
     assert not (copy / "churn" / "pwned").exists()
 
 
-@pytest.mark.parametrize("case", ["weights-pickle-with-code", "config-truncated", "snapshot-array-flipped"])
-def test_python_m_serve_refuses_in_one_line_without_a_traceback(artifacts, tmp_path, case):
-    copy = broken_copy(artifacts, tmp_path, case)
-    command = [sys.executable, "-m", "serve", "--artifacts", str(copy), "--port", str(free_port())]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO)
+SERVED_CASES = ["weights-pickle-with-code", "config-truncated", "snapshot-array-flipped"]
+
+
+@pytest.fixture(scope="module")
+def served_broken(artifacts, tmp_path_factory) -> dict[str, tuple[Path, Finished]]:
+    """Each of :data:`SERVED_CASES` given to ``python -m serve``: its copy and what the command did (the
+    three in one interpreter, :mod:`tests.cli_batch`: each would import torch first)."""
+    copies = {case: broken_copy(artifacts, tmp_path_factory.mktemp(case), case) for case in SERVED_CASES}
+    runs = run_many({case: ("serve", ["--artifacts", str(copy), "--port", str(free_port())])
+                     for case, copy in copies.items()})
+    return {case: (copies[case], runs[case]) for case in SERVED_CASES}
+
+
+@pytest.mark.parametrize("case", SERVED_CASES)
+def test_python_m_serve_refuses_in_one_line_without_a_traceback(served_broken, case):
+    copy, result = served_broken[case]
     assert result.returncode == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr + result.stdout
     lines = result.stderr.splitlines()
