@@ -15,11 +15,12 @@ one batch, to refresh the purchase article keys, and to compact (write the live 
 snapshot), and the recompiles counted after the live runs (``--compile buckets``: must be 0).
 
 ``--side-by-side``: instead, in one process, the snapshot, the live graph with ``--rows`` applied and
-that live graph compacted into a snapshot (the same rows, rebuilt) answer the same batches,
-alternately, ``--rounds`` times; per task and batch size the medians and the median of the rounds'
-live / snapshot and live / compacted ratios (wall time, and live / snapshot in CPU time, which the
-machine's other load inflates less); then the median milliseconds to apply a ``--apply-rows`` batch
-on top (with ``--before-code``, the same again with that code).
+that live graph compacted into a snapshot (the same rows, rebuilt) answer the same batches, in
+blocks of 10 calls, each graph in turn, ``--rounds`` times; per task and batch size the median call
+and the median over blocks of live / snapshot and live / compacted (each ratio of two blocks timed
+one after the other: wall time, and live / snapshot in CPU time, which other load inflates less);
+then the median milliseconds to apply a ``--apply-rows`` batch on top (with ``--before-code``, the
+same again with that code).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from models.cli import OneLineErrors
 from models.registry import TASK_NAMES
 
 MODES = ("before", "snapshot", "live+0", "live+N")
+BLOCK = 10  # calls per graph in turn (--side-by-side)
 
 
 def _arguments(argv: list[str] | None):
@@ -115,24 +117,30 @@ def _side_by_side(args) -> dict:
         for size in args.batch_sizes:
             count = snapshot.num_nodes[runs["live"].entity_type]
             entities = [torch.randint(count, (size,), generator=generator) for _ in range(args.calls)]
-            wall: dict[str, list[float]] = {name: [] for name in runs}
-            cpu: dict[str, list[float]] = {name: [] for name in runs}
+            # Blocks of BLOCK calls, each graph in turn (its arrays stay in the caches through a
+            # block), so every ratio compares two blocks timed under the same load.
+            wall: dict[str, list[list[float]]] = {name: [] for name in runs}
+            cpu: dict[str, list[list[float]]] = {name: [] for name in runs}
+            for entity in entities[:BLOCK]:
+                for inference in runs.values():
+                    inference.run(entity)
             for _ in range(args.rounds):
-                for name, inference in runs.items():
-                    for entity in entities[:10]:
-                        inference.run(entity)
-                    times = []
-                    for entity in entities:
-                        started, started_cpu = time.perf_counter(), time.process_time()
-                        inference.run(entity)
-                        times.append((time.perf_counter() - started, time.process_time() - started_cpu))
-                    wall[name].append(float(np.median([w for w, _ in times])) * 1000)
-                    cpu[name].append(float(np.median([c for _, c in times])) * 1000)
+                for start in range(0, len(entities), BLOCK):
+                    for name, inference in runs.items():
+                        times = []
+                        for entity in entities[start:start + BLOCK]:
+                            started, started_cpu = time.perf_counter(), time.process_time()
+                            inference.run(entity)
+                            times.append((time.perf_counter() - started, time.process_time() - started_cpu))
+                        wall[name].append([w * 1000 for w, _ in times])
+                        cpu[name].append([c * 1000 for _, c in times])
 
-            def ratio(times: dict[str, list[float]], base: str) -> float:
-                return float(np.median([a / b for a, b in zip(times["live"], times[base], strict=True)]))
+            def ratio(times: dict[str, list[list[float]]], base: str) -> float:
+                return float(np.median([np.median(a) / np.median(b)
+                                        for a, b in zip(times["live"], times[base], strict=True)]))
 
-            out["latency"][f"{task}/{size}"] = [*(float(np.median(wall[name])) for name in graphs),
+            medians = [float(np.median(np.concatenate(wall[name]))) for name in graphs]
+            out["latency"][f"{task}/{size}"] = [*medians,
                                                 ratio(wall, "snapshot"), ratio(wall, "compacted"),
                                                 ratio(cpu, "snapshot")]
     directory.cleanup()
@@ -280,8 +288,8 @@ def _print_side_by_side(args, argv: list[str]) -> int:
     if args.before_code is not None:
         codes["before"] = _run_mode(args, "before-side", argv)
     print(f"median ms per call ({args.compile}, {args.threads} thread(s), {args.calls} calls x {args.rounds} "
-          "rounds, the graphs alternately in one process); ratios: median of the rounds' live / other, wall "
-          "time (and CPU time)")
+          f"rounds, in blocks of {BLOCK} calls per graph in turn, in one process); ratios: median over "
+          "blocks of live / other, wall time (and CPU time)")
     columns = ("snapshot", "compacted", f"live+{args.rows}", "live/snap", "live/compacted", "CPU live/snap")
     for code, result in codes.items():
         print(f"{code} ({result['models']}):")
