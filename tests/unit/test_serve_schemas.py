@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+from pathlib import Path
 
 import pytest
 from fastapi.exceptions import RequestValidationError
@@ -11,9 +13,9 @@ from pydantic import ValidationError
 
 from models.registry import TASKS
 from models.schema import MAX_ID_BYTES
-from serve.errors import describe_error, validation_error_handler
-from serve.id_fields import MAX_IDS
-from serve.schemas import MAX_K, REQUESTS
+from serve.http.errors import describe_error, validation_error_handler
+from serve.http.id_fields import MAX_IDS
+from serve.http.schemas import MAX_K, REQUESTS
 
 CustomerRequest, ArticleRequest, PurchaseRequest = REQUESTS["churn"], REQUESTS["sales"], REQUESTS["purchase"]
 
@@ -169,3 +171,10 @@ def test_body_level_errors_read_as_sentences():
     error = {"type": "json_invalid", "loc": ("body", 7), "ctx": {"error": "Expecting value"}}
     invalid = describe_error(error)
     assert invalid == "body is not valid JSON (Expecting value at character 7)"
+
+
+def test_the_readme_states_the_request_k_default_the_registry_holds():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    stated = re.findall(r"`k` optional, default (\d+)", readme)
+    assert stated, "README.md no longer states the default k of POST /predict/purchase"
+    assert {int(k) for k in stated} == {TASKS["purchase"].k}
