@@ -52,7 +52,7 @@ COPY models ./models
 COPY serve ./serve
 RUN pip install ".[redis]" \
     && python -c "import torch; assert torch.__version__.startswith('${TORCH_VERSION}'), torch.__version__" \
-    && python -c "import serve.app, serve.score.run, importlib.util as u; assert not u.find_spec('lightgbm')"
+    && python -c "import serve.http.app, serve.score.run, importlib.util as u; assert not u.find_spec('lightgbm')"
 
 RUN useradd --system --uid 10001 --create-home --home-dir /home/relserve relserve \
     && mkdir -p /artifacts && chown relserve /artifacts

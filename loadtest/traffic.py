@@ -22,8 +22,8 @@ from typing import Any
 from loadtest.id_pool import IdPool
 from models.registry import BINARY, REGRESSION, TASKS
 from models.schema import ARTICLE, MAX_ID_BYTES
+from serve.http.schemas import DEFAULT_K, MAX_K
 from serve.id_fields import MAX_IDS
-from serve.schemas import DEFAULT_K, MAX_K
 
 TASK_PATHS = {name: spec.path for name, spec in TASKS.items()}
 ID_FIELDS = {name: spec.id_field for name, spec in TASKS.items()}

@@ -69,7 +69,7 @@ def check_port(host: str, port: int) -> None:
 
 def start(config: ServeConfig) -> int:
     """Check everything, build the server and serve until SIGINT or SIGTERM (blocks); the exit code."""
-    from serve.bundles import ArtifactsError, choose_bundles, find_bundles, quality_warnings
+    from serve.versions.bundles import ArtifactsError, choose_bundles, find_bundles, quality_warnings
 
     try:
         bundles = find_bundles(config.artifacts, config.tasks)
@@ -84,7 +84,7 @@ def start(config: ServeConfig) -> int:
         raise StartupError(str(e), 2) from e
     accelerator = resolve_accelerator(config)
     check_port(config.host, config.port)
-    try:  # the version of each task (serve.repository), loaded and checked
+    try:  # the version of each task (serve.versions.repository), loaded and checked
         bundles, warnings = choose_bundles(config.artifacts, config.tasks, config.models)
     except ArtifactsError as e:
         raise StartupError(str(e)) from e
@@ -92,10 +92,10 @@ def start(config: ServeConfig) -> int:
         print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     config, layout = config.with_layout(len(bundles), accelerator)
     print(f"{PROG}: {layout}", file=sys.stderr, flush=True)
-    from serve.app import build_server  # imports prometheus_client: after prepare_metrics_dir()
+    from serve.http.app import build_server  # imports prometheus_client: after prepare_metrics_dir()
 
     built = build_server(config, bundles, accelerator)
-    from serve.drain import Drain
+    from serve.http.drain import Drain
 
     drain = Drain(built.server, built.admission, config.drain_timeout_s)  # before any child starts
     tasks = ", ".join(f"{b.task} (version {b.version})" for b in bundles)
@@ -112,7 +112,7 @@ def start(config: ServeConfig) -> int:
 
 
 def _stop_before_serving(signum: int, frame: object) -> None:
-    # Until the server is built nothing runs that needs draining (serve.drain replaces this).
+    # Until the server is built nothing runs that needs draining (serve.http.drain replaces this).
     raise SystemExit(128 + signum if signum == signal.SIGINT else 0)
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from models.cli import OneLineErrors, count_or_auto
 from models.registry import TASK_NAMES
-from serve import models_config
 from serve.ingest import config as ingest_config
 from serve.ingest.config import IngestConfig
 from serve.layout import MAX_PROCESSES, choose_layout, describe, machine_cores
-from serve.models_config import ModelsConfig
+from serve.versions import models_config
+from serve.versions.models_config import ModelsConfig
 
 TASKS = TASK_NAMES
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")

@@ -1,6 +1,6 @@
 """Handing the GIL over faster while a worker's background thread does heavy Python work.
 
-A worker answers in one thread while another loads a model version (:mod:`serve.swap`) or
+A worker answers in one thread while another loads a model version (:mod:`serve.versions.swap`) or
 recomputes its own purchase article keys (:mod:`serve.graph.keys`, while the graph owner keys another
 model). Python hands the GIL to a waiting thread only every
 ``sys.getswitchinterval()`` (5 ms by default), and the answering thread drops it at every torch op

@@ -5,7 +5,7 @@ A terminal's Ctrl-C sends SIGINT to the whole foreground process group, and syst
 Manager, the inference workers, the API servers and the background process all receive it at
 once. Left to their defaults they stop in no order (an API server first, the Manager before the
 drain could read it), so only the main process acts on these signals: it drains (see
-:mod:`serve.drain`), then releases its children (:meth:`StopOrders.release`) and stops them itself.
+:mod:`serve.http.drain`), then releases its children (:meth:`StopOrders.release`) and stops them itself.
 A child ignores the group's signal until then, or until the main process is gone (``kill -9``),
 after which a signal stops it as before.
 

@@ -40,7 +40,7 @@ from serve.bench.model import model_throughput
 from serve.bench.process import ServerProcess
 from serve.bench.workload import mixed, request_bodies
 from serve.bench.wrk import WrkResult, have_wrk, run_wrk
-from serve.bundles import TaskBundle
+from serve.versions.bundles import TaskBundle
 
 SERVERS = {"noop": ("serve.bench.ceiling_server", ()), "default": ("serve", ()),
            "naive": ("serve", ("--compile", "none", "--max-batch-size", "1"))}

@@ -28,9 +28,9 @@ from starlette.responses import JSONResponse
 from models.registry import TASKS as SPECS
 from models.registry import TaskSpec
 from models.schema import ARTICLE
-from serve.batching import BlockingBatchedLoop
 from serve.config import TASKS, ServeConfig, parse_args
-from serve.schemas import DEFAULT_K, REQUESTS, RESPONSES
+from serve.http.batching import BlockingBatchedLoop
+from serve.http.schemas import DEFAULT_K, REQUESTS, RESPONSES
 
 PROG = "python -m serve.bench.ceiling_server"
 
@@ -90,7 +90,7 @@ def build_ceiling(config: ServeConfig, stock: bool = False) -> ls.LitServer:
                                  api_path=SPECS[t].path) for t in tasks]
         return ls.LitServer(apis, accelerator="cpu", timeout=config.request_timeout_s,
                             workers_per_device=config.workers_per_task)
-    from serve.app import new_litserver  # after the argument check: imports FastAPI and LitServe's app
+    from serve.http.app import new_litserver  # after the argument check: imports FastAPI and LitServe's app
 
     apis = [CONSTANT_APIS[t](max_batch_size=config.max_batch_size, batch_timeout=config.batch_timeout_s,
                              api_path=SPECS[t].path, loop=BlockingBatchedLoop()) for t in tasks]

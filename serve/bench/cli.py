@@ -10,7 +10,7 @@ from typing import Any
 
 from models.store.snapshot import GraphSnapshot
 from serve.bench.workload import served_mix
-from serve.bundles import ArtifactsError, TaskBundle
+from serve.versions.bundles import ArtifactsError, TaskBundle
 
 
 def add_output_options(parser: argparse.ArgumentParser, server_example: str | None = None) -> None:

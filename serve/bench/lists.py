@@ -31,9 +31,9 @@ from serve.bench.load import LoadResult, run_requests
 from serve.bench.metrics_read import Samples, scrape, value
 from serve.bench.model import model_throughput
 from serve.bench.process import ServerProcess
-from serve.bundles import ArtifactsError, TaskBundle, find_bundles
 from serve.config import ServeConfig
 from serve.id_fields import MAX_IDS
+from serve.versions.bundles import ArtifactsError, TaskBundle, find_bundles
 
 TARGET = 0.5  # the share of the in-process limit a 100-id list should reach (issue 31)
 

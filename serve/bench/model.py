@@ -10,8 +10,8 @@ import torch
 from models.runtime.inference import TaskInference
 from models.schema import ARTICLE
 from models.store.snapshot import GraphSnapshot
-from serve.bundles import TaskBundle
-from serve.schemas import MAX_K
+from serve.http.schemas import MAX_K
+from serve.versions.bundles import TaskBundle
 
 
 def model_throughput(bundles: list[TaskBundle], sizes: dict[str, list[int]], seconds: float = 2.0,

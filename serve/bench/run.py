@@ -24,7 +24,7 @@ from serve.bench.load import LoadResult, run_load
 from serve.bench.process import ServerProcess
 from serve.bench.workload import copy_without_compile_cache, request_bodies
 from serve.bench.wrk import have_wrk
-from serve.bundles import ArtifactsError, find_bundles
+from serve.versions.bundles import ArtifactsError, find_bundles
 
 CONFIGS = {"default": (), "naive": ("--compile", "none", "--max-batch-size", "1")}
 

@@ -30,7 +30,7 @@ from serve.bench.load import LoadResult, run_load
 from serve.bench.proc import memory
 from serve.bench.process import ServerProcess
 from serve.bench.workload import copy_without_compile_cache, request_bodies
-from serve.bundles import ArtifactsError, find_bundles
+from serve.versions.bundles import ArtifactsError, find_bundles
 
 PROG = "python -m serve.bench.soak"
 

@@ -31,7 +31,7 @@ from models.runtime.bundle import CACHE_DIR, CONFIG_FILE, METRICS_FILE, WEIGHTS_
 from serve.bench.cli import add_output_options, finish, served_mix_or_exit
 from serve.bench.proc import memory
 from serve.bench.process import ServerProcess
-from serve.bundles import TaskBundle
+from serve.versions.bundles import TaskBundle
 
 KEY = "bench-swap-key"
 

@@ -14,7 +14,7 @@ from models.registry import TASKS
 from models.runtime.bundle import CACHE_DIR
 from models.store.ids import ids_text
 from models.store.snapshot import GraphSnapshot
-from serve.bundles import TaskBundle, find_bundles
+from serve.versions.bundles import TaskBundle, find_bundles
 
 
 def request_bodies(snapshot: GraphSnapshot, task: str, count: int = 512, seed: int = 0) -> list[dict]:
@@ -53,7 +53,7 @@ def served_mix(artifacts: Path) -> tuple[list[TaskBundle], GraphSnapshot, list[t
     """The bundles of ``artifacts``, their snapshot, and :func:`encoded_mix` requests over their tasks.
 
     Raises:
-        serve.bundles.ArtifactsError: no usable bundle in ``artifacts``.
+        serve.versions.bundles.ArtifactsError: no usable bundle in ``artifacts``.
     """
     bundles = find_bundles(artifacts)
     snapshot = GraphSnapshot.open(bundles[0].snapshot_dir)

@@ -2,7 +2,7 @@
 
 A purchase answer scores every article's key, which depends on the graph version, the seed day and
 the model. The owner holds the graph, so it computes the keys of the whole catalogue for the model
-version each ranking task's workers are ordered to serve (:class:`serve.model_control.ModelControl`:
+version each ranking task's workers are ordered to serve (:class:`serve.versions.model_control.ModelControl`:
 the start-up version, then every hot swap), eagerly, and publishes them as a numbered file per task
 (:func:`models.store.shared_header.keys_file`); the workers adopt them
 (:mod:`serve.graph.keys`). One computation per machine, whatever ``--workers-per-task``.
@@ -29,9 +29,9 @@ from models.store.shared_header import keys_file
 from models.store.shared_publisher import Publisher
 from serve.ingest.metrics import FollowerMetrics
 from serve.ingest.pacing import Pacer
-from serve.model_control import ModelControl
-from serve.repository import find_version
-from serve.swap import SwapSettings
+from serve.versions.model_control import ModelControl
+from serve.versions.repository import find_version
+from serve.versions.swap import SwapSettings
 
 log = logging.getLogger("relserve.graph")
 

@@ -2,7 +2,7 @@
 
 :class:`GraphOwnerProcess` spawns :func:`serve.graph.owner.serve_graph` before the workers start (a
 worker's ``setup()`` waits for the first published version) and watches it from a thread: an owner
-that exits while the server runs is started again, and ``down`` (a shared flag :mod:`serve.admission`
+that exits while the server runs is started again, and ``down`` (a shared flag :mod:`serve.http.admission`
 reads) makes ``/health`` answer 503 from its exit until the new owner has published. Workers keep
 answering from the last published version meanwhile.
 """

@@ -3,7 +3,7 @@
 Counters and histograms are written by the process where the event happens (API servers and the
 file drop: rows accepted and refused; workers: ingest-to-visible lag, applied batches, article-key
 refreshes, snapshot switches), in multiprocess mode like every other metric of the server
-(:mod:`serve.metrics`). State that must not outlive a dead worker (how far each worker got, its delta
+(:mod:`serve.http.metrics`). State that must not outlive a dead worker (how far each worker got, its delta
 size and snapshot version, the log's last sequence) is read at scrape time by :class:`IngestGauges`.
 """
 

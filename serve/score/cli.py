@@ -109,8 +109,8 @@ def run(config: ScoreConfig) -> None:
 
     from models.runtime.inference import TaskInference
     from models.store.snapshot import GraphSnapshot
-    from serve.bundles import ArtifactsError, check_bundles, find_bundles
     from serve.score.run import score_to_file
+    from serve.versions.bundles import ArtifactsError, check_bundles, find_bundles
 
     try:
         bundles = find_bundles(config.artifacts, None if config.task == "all" else (config.task,))

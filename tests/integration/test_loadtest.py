@@ -21,7 +21,7 @@ from loadtest.id_pool import IdPool
 from loadtest.record import TASKS, RequestLog, summarize, timeline
 from loadtest.traffic import BAD_KINDS, TASK_PATHS, Traffic, Zipf, answer_problem
 from serve.bench.process import ServerProcess
-from serve.schemas import MAX_K
+from serve.http.schemas import MAX_K
 
 REPO = Path(__file__).resolve().parents[2]
 REPORT_FILES = ("summary.json", "summary.csv", "timeline.csv", "latency_throughput.png", "ids.json")

@@ -29,7 +29,7 @@ from models.schema import ARTICLE, CUSTOMER
 from models.store.snapshot_files import META_FILE
 from serve.bench.metrics_read import scrape, value
 from serve.bench.process import ServerProcess, free_port
-from serve.bundles import ArtifactsError, check_bundles, find_bundles
+from serve.versions.bundles import ArtifactsError, check_bundles, find_bundles
 from tests.cli_batch import Finished, run_many
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

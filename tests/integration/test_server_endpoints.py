@@ -8,7 +8,7 @@ import pytest
 import requests
 
 from models.schema import ARTICLE, CUSTOMER
-from serve.schemas import RESPONSES
+from serve.http.schemas import RESPONSES
 from tests.integration.waits import batches
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -28,7 +28,7 @@ def article(snapshot, i: int = 0) -> str:
 
 @pytest.mark.parametrize("task, model", list(RESPONSES.items()))
 def test_answers_are_json_of_the_documented_response_model(post, snapshot, task, model):
-    """The worker encodes answers itself (serve.encode): they must still be the OpenAPI shapes."""
+    """The worker encodes answers itself (serve.http.encode): they must still be the OpenAPI shapes."""
     body = {"article_id": article(snapshot, 2)} if task == "sales" else {"customer_id": customer(snapshot, 2)}
     r = post(task, body)
     assert r.status_code == 200 and r.headers["content-type"] == "application/json"

@@ -10,7 +10,7 @@ import requests
 from models.schema import ARTICLE, CUSTOMER
 from serve.bench.metrics_read import scrape, series, value
 from serve.bench.process import ServerProcess
-from serve.metrics import REJECT_REASONS, STATUSES
+from serve.http.metrics import REJECT_REASONS, STATUSES
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -9,8 +9,8 @@ import pytest
 from models.registry import TASKS
 from models.store.snapshot import GraphSnapshot
 from serve.bench.lists import list_bodies, main
+from serve.http.schemas import REQUESTS
 from serve.id_fields import MAX_IDS
-from serve.schemas import REQUESTS
 
 
 @pytest.mark.parametrize("task", list(REQUESTS))

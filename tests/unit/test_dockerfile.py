@@ -234,7 +234,7 @@ def test_the_image_copies_models_and_serve_without_the_benchmarks() -> None:
     assert sorted(copies()) == [(["models"], "/app/models"), (["pyproject.toml"], "/app"),
                                 (["serve"], "/app/serve")]
     assert dockerignored("serve/bench", ignore) and dockerignored("serve/bench/run.py", ignore)
-    for shipped in ("serve/__main__.py", "serve/app.py", "serve/score/run.py", "models/registry.py"):
+    for shipped in ("serve/__main__.py", "serve/http/app.py", "serve/score/run.py", "models/registry.py"):
         assert not dockerignored(shipped, ignore), f"{shipped} would not reach the image"
 
 

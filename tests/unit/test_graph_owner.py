@@ -166,8 +166,8 @@ def test_keys_are_paced_and_a_worker_adopts_the_ones_of_its_model(
 
 def test_the_keys_follow_the_model_version_the_workers_are_ordered_to_serve(
         config: IngestConfig, snapshot: GraphSnapshot, tmp_path: Path) -> None:
-    from serve.model_control import ModelControl
-    from serve.swap import SwapSettings
+    from serve.versions.model_control import ModelControl
+    from serve.versions.swap import SwapSettings
 
     control = ModelControl(tmp_path / "control")
     control.order("purchase", 1, source="start-up")

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from models.store.shared_header import GraphHeader, Published, shared_dir
 from models.store.shared_publisher import remove_shared
 from models.store.snapshot import GraphSnapshot
-from serve.errors import http_error_handler, validation_error_handler
+from serve.http.errors import http_error_handler, validation_error_handler
 from serve.ingest import progress
 from serve.ingest.auth import CredentialError, Credentials, KeyAuth
 from serve.ingest.config import IngestConfig

@@ -1,10 +1,11 @@
-"""serve.litserve_compat.inject_context: LitServe's hook-context injection, its signature look-up cached."""
+"""serve.http.litserve_compat.inject_context: LitServe's hook-context injection, its signature look-up
+cached."""
 
 from __future__ import annotations
 
 from litserve.loops import simple_loops
 
-from serve.litserve_compat import inject_context
+from serve.http.litserve_compat import inject_context
 
 
 class Hooks:

@@ -1,5 +1,5 @@
 """GET /models and POST /admin/models/{task}/load over real HTTP (uvicorn in a thread, no model): a fake
-worker follows the orders as serve.swap does, so every answer of the route is reached quickly."""
+worker follows the orders as serve.versions.swap does, so every answer of the route is reached quickly."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import requests
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
-from serve.admin import ModelAdmin, add_routes
-from serve.errors import validation_error_handler
+from serve.http.errors import validation_error_handler
 from serve.ingest.auth import Credentials
-from serve.model_control import ModelControl, WorkerState
-from serve.models_config import ModelsConfig
+from serve.versions.admin import ModelAdmin, add_routes
+from serve.versions.model_control import ModelControl, WorkerState
+from serve.versions.models_config import ModelsConfig
 from tests.ingest_helpers import READ_KEY, WRITE_KEY, served_in_thread
 from tests.unit.test_model_versions import write_version
 
@@ -27,7 +27,7 @@ BROKEN = 3  # the fake worker refuses this version, as a worker refuses one that
 
 
 class FakeWorker:
-    """Follows the churn orders like serve.swap.ModelSlot, in a thread, without loading anything."""
+    """Follows the churn orders like serve.versions.swap.ModelSlot, in a thread, without loading anything."""
 
     def __init__(self, control: ModelControl) -> None:
         self.control = control

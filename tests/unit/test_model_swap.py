@@ -1,4 +1,4 @@
-"""What a hot swap needs from torch.compile (serve.compiled_regions), on a small compiled module.
+"""What a hot swap needs from torch.compile (serve.versions.compiled_regions), on a small compiled module.
 
 The first test pins the torch behaviour the gate exists for; if a torch upgrade makes the recompile
 region per thread, it fails, and the gate may be dropped (see the module docstring).
@@ -17,7 +17,7 @@ from torch._C._dynamo.eval_frame import (
 from torch._dynamo.eval_frame import _get_cache_entries_for_region
 
 from models.runtime.compile import compiled_graph_count
-from serve.compiled_regions import ForwardGate, allow_swaps, evict_region
+from serve.versions.compiled_regions import ForwardGate, allow_swaps, evict_region
 
 
 class Net(torch.nn.Module):

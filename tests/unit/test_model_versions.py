@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from serve.bundles import ArtifactsError, find_bundles
 from serve.config import parse_args
-from serve.guard import choose, judge
-from serve.model_control import ModelControl, WorkerState, order_outcome
-from serve.models_config import ModelsConfig
-from serve.repository import RepositoryError, describe, find_version, metrics_summary, task_versions
+from serve.versions.bundles import ArtifactsError, find_bundles
+from serve.versions.guard import choose, judge
+from serve.versions.model_control import ModelControl, WorkerState, order_outcome
+from serve.versions.models_config import ModelsConfig
+from serve.versions.repository import RepositoryError, describe, find_version, metrics_summary, task_versions
 
 FINGERPRINT = "f" * 64
 

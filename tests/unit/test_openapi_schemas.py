@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from models.schema import ARTICLE, CUSTOMER, MAX_ID_BYTES
+from serve.http.schemas import REQUESTS
 from serve.id_fields import MAX_IDS
 from serve.ingest.body_schema import body_models, openapi_body
 from serve.ingest.validation import NodeColumns
-from serve.schemas import REQUESTS
 
 COLUMNS = {CUSTOMER: NodeColumns.of(CUSTOMER, ("FN", "club_member_status"), ("age", "age_missing")),
            ARTICLE: NodeColumns.of(ARTICLE, ("copy", "colour name"), ("price", "price_missing"))}

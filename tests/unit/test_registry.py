@@ -19,8 +19,8 @@ from models.registry import (
     task_spec,
     unregister_task,
 )
-from serve.apis import API_CLASSES, WorkerSettings
-from serve.schemas import REQUESTS, RESPONSES
+from serve.http.apis import API_CLASSES, WorkerSettings
+from serve.http.schemas import REQUESTS, RESPONSES
 from training.tasks.baselines import BASELINES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def test_every_entry_names_a_head_label_function_baselines_and_metrics_that_exis
     assert list(spec.metric_functions()) == list(spec.metrics)
     assert all(map(callable, spec.metric_functions().values()))
     assert all(callable(spec.resolve(f.compute)) for f in spec.answer_fields)
-    assert API_CLASSES[name].task == name and API_CLASSES[name].__module__ == "serve.apis"
+    assert API_CLASSES[name].task == name and API_CLASSES[name].__module__ == "serve.http.apis"
     assert API_CLASSES[name](WorkerSettings("bundle", "snapshot")).api_path == spec.path == f"/predict/{name}"
     extra = [f.name for f in spec.answer_fields]
     assert list(RESPONSES[name].model_fields) == [spec.id_field, spec.value_field, *extra]

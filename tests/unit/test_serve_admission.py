@@ -1,4 +1,4 @@
-"""serve.admission.Admission driven as a plain ASGI app: bound, drain, content type, deadline."""
+"""serve.http.admission.Admission driven as a plain ASGI app: bound, drain, content type, deadline."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import pytest
 from prometheus_client import CollectorRegistry
 
-from serve.admission import Admission, AdmissionState
-from serve.metrics import RequestMetrics
+from serve.http.admission import Admission, AdmissionState
+from serve.http.metrics import RequestMetrics
 
 PATH = "/predict/churn"
 

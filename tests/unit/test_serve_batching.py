@@ -1,4 +1,5 @@
-"""serve.batching.BlockingBatchedLoop on a real queue (LitServe internals: serve.litserve_compat)."""
+"""serve.http.batching.BlockingBatchedLoop on a real queue (LitServe internals:
+serve.http.litserve_compat)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from queue import Queue
 import litserve as ls
 import pytest
 
-from serve.batching import BlockingBatchedLoop
-from serve.litserve_compat import (
+from serve.http.batching import BlockingBatchedLoop
+from serve.http.litserve_compat import (
     SENTINEL,
     LitAPIStatus,
     LoopResponseType,

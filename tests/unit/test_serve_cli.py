@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from serve.__main__ import prepare_metrics_dir
-from serve.bundles import ArtifactsError, find_bundles, quality_warnings
 from serve.config import ServeConfig, parse_args
+from serve.versions.bundles import ArtifactsError, find_bundles, quality_warnings
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""serve.litserve_compat: the request queue's background put, on a real Manager queue; the ZeroMQ
+"""serve.http.litserve_compat: the request queue's background put, on a real Manager queue; the ZeroMQ
 answer transport that ``fast_queue=True`` names, wired to a real broker."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import litserve as ls
 import pytest
 import zmq
 
-from serve.litserve_compat import BackgroundPutQueue, LitServer, ZMQTransport
+from serve.http.litserve_compat import BackgroundPutQueue, LitServer, ZMQTransport
 
 
 def test_puts_arrive_in_order_and_reads_go_to_the_manager_queue():

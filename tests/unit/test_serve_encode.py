@@ -1,11 +1,11 @@
-"""serve.encode: answers become JSON bytes in the worker, and a non-finite value fails one request."""
+"""serve.http.encode: answers become JSON bytes in the worker, and a non-finite value fails one request."""
 
 from __future__ import annotations
 
 import json
 
-from serve.encode import json_list_response, json_response
-from serve.schemas import LIST_RESPONSES, RESPONSES
+from serve.http.encode import json_list_response, json_response
+from serve.http.schemas import LIST_RESPONSES, RESPONSES
 
 
 def test_an_answer_is_compact_json_of_its_response_model():

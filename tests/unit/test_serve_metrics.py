@@ -1,10 +1,10 @@
-"""serve.metrics: what a worker records, and the live gauges read at scrape time."""
+"""serve.http.metrics: what a worker records, and the live gauges read at scrape time."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from serve.metrics import LiveGauges, WorkerMetrics
+from serve.http.metrics import LiveGauges, WorkerMetrics
 
 
 def test_worker_metrics_record_batches_warmup_and_cache_outcome():

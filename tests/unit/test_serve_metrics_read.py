@@ -7,7 +7,7 @@ import math
 from prometheus_client import CollectorRegistry, generate_latest
 
 from serve.bench.metrics_read import histogram_quantile, parse, task_stats
-from serve.metrics import RequestMetrics, WorkerMetrics
+from serve.http.metrics import RequestMetrics, WorkerMetrics
 
 
 def samples(registry: CollectorRegistry) -> dict:

@@ -1,8 +1,8 @@
-"""serve.queries: a batch's ids line up in request order and their answers go back to each request."""
+"""serve.http.queries: a batch's ids line up in request order and their answers go back to each request."""
 
 from __future__ import annotations
 
-from serve.queries import ListQuery, Query, line_up, split_back
+from serve.http.queries import ListQuery, Query, line_up, split_back
 
 
 def test_single_ids_line_up_as_they_are():

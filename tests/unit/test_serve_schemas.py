@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from models.registry import TASKS
 from models.schema import MAX_ID_BYTES
 from serve.http.errors import describe_error, validation_error_handler
-from serve.http.id_fields import MAX_IDS
 from serve.http.schemas import MAX_K, REQUESTS
+from serve.id_fields import MAX_IDS
 
 CustomerRequest, ArticleRequest, PurchaseRequest = REQUESTS["churn"], REQUESTS["sales"], REQUESTS["purchase"]
 

@@ -18,7 +18,7 @@ from models.nn.config import ModelConfig
 from models.nn.model import TaskModel
 from models.runtime.compile import CompileConfig, Predictor, compiled_graph_count
 from models.torch_support import SUPPORTED_TORCH, CompileFeatures, compile_features, release, torch_problem
-from serve.compiled_regions import ForwardGate
+from serve.versions.compiled_regions import ForwardGate
 from training.bench.random_batches import random_batch, random_tables, tree_ladder
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ from models.runtime.compile import CompileConfig
 from models.runtime.inference import TaskInference
 from models.runtime.train_step import TrainStep, tensor_lr_adam
 from models.store.snapshot import GraphSnapshot
-from serve.bundles import ArtifactsError, TaskBundle, find_bundles
+from serve.versions.bundles import ArtifactsError, TaskBundle, find_bundles
 from training.bench.batches import BatchSource
 from training.bench.random_batches import random_targets
 

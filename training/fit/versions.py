@@ -11,7 +11,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from serve.repository import RepositoryError, task_versions
+from serve.versions.repository import RepositoryError, task_versions
 from training.fit.config import FitError
 
 

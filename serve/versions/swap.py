@@ -1,17 +1,17 @@
-"""Hot swap inside an inference worker: a new model version is loaded, warmed up and checked in a
-background thread, then switched to between two batches.
+"""Hot swap inside an inference worker: a new model version is loaded, warmed up and checked in a background
+thread, then switched to between two batches.
 
-:class:`ModelSlot` holds the worker's :class:`Served` model. ``predict`` reads it once per batch, so a
-batch runs on one model from start to end and its answers name that model's version; requests in
-flight when the switch happens finish on the old model. The slot's thread follows the task's orders
-(:mod:`serve.model_control`: the start-up choice, the admin route, a promotion by a poller) and, every
-``--model-poll`` seconds, looks for new versions in the repository, which the deployment guard
-(:mod:`serve.guard`) may hold back. A version is loaded like the first one (the compile cache beside
-it included), its weights checked for NaN, every bucket compiled and run, and one real batch
-predicted (the smoke test); a version that fails any of it is refused with a logged reason and a
-metric, and the old version keeps serving. Once the old model's last batch is done, its compiled
-graphs are evicted (:mod:`serve.compiled_regions`) and its memory is freed. Loading and checking
-one version is :mod:`serve.model_load`.
+:class:`ModelSlot` holds the worker's :class:`Served` model. ``predict`` reads it once per batch, so a batch
+runs on one model from start to end and its answers name that model's version; requests in flight when the
+switch happens finish on the old model. The slot's thread follows the task's orders
+(:mod:`serve.versions.model_control`: the start-up choice, the admin route, a promotion by a poller) and,
+every ``--model-poll`` seconds, looks for new versions in the repository, which the deployment guard
+(:mod:`serve.versions.guard`) may hold back. A version is loaded like the first one (the compile cache beside
+it included), its weights checked for NaN, every bucket compiled and run, and one real batch predicted (the
+smoke test); a version that fails any of it is refused with a logged reason and a metric, and the old version
+keeps serving. Once the old model's last batch is done, its compiled graphs are evicted
+(:mod:`serve.versions.compiled_regions`) and its memory is freed. Loading and checking one version is
+:mod:`serve.versions.model_load`.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from serve.compiled_regions import ForwardGate, allow_swaps, evict_region, return_free_memory
 from serve.gil import FAST_SWITCHING
-from serve.guard import Verdict, judge
-from serve.model_control import ModelControl, Order, WorkerState, log, log_to_stderr
-from serve.model_load import Refused, Served, load_version
-from serve.model_metrics import ModelMetrics
-from serve.models_config import DEFAULT_POLL_S
-from serve.repository import ModelVersion, RepositoryError, find_version, task_versions
+from serve.versions.compiled_regions import ForwardGate, allow_swaps, evict_region, return_free_memory
+from serve.versions.guard import Verdict, judge
+from serve.versions.model_control import ModelControl, Order, WorkerState, log, log_to_stderr
+from serve.versions.model_load import Refused, Served, load_version
+from serve.versions.model_metrics import ModelMetrics
+from serve.versions.models_config import DEFAULT_POLL_S
+from serve.versions.repository import ModelVersion, RepositoryError, find_version, task_versions
 
 VERSION_HEADER = "X-Model-Version"  # on every prediction answer: the version that computed it
 ORDER_POLL_S = 0.25  # how often a worker looks for a new order: one small file read
@@ -45,7 +45,7 @@ class SwapSettings:
     """What a worker needs to follow model versions (small and picklable).
 
     Args:
-        control_dir: the server's :class:`serve.model_control.ModelControl` directory.
+        control_dir: the server's :class:`serve.versions.model_control.ModelControl` directory.
         artifacts: the model repository.
         version: the version the worker starts with.
         poll_s: seconds between looks for new versions (0: no polling).

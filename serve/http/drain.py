@@ -1,7 +1,7 @@
 """Stopping ``python -m serve`` on SIGINT or SIGTERM, sent to the main process or its whole group.
 
 Only the main process acts on the signal (:mod:`serve.processes`: the children ignore it until
-released). It refuses new requests (``503`` and ``/health`` ``503``, :mod:`serve.admission`), lets
+released). It refuses new requests (``503`` and ``/health`` ``503``, :mod:`serve.http.admission`), lets
 the requests in flight finish for up to ``--drain-timeout`` seconds, then releases its children
 and starts LitServe's graceful shutdown (the API servers, then the workers, then the Manager).
 A second signal cuts the wait short. The exit status is ``0`` after SIGTERM and ``130``
@@ -17,9 +17,9 @@ import time
 
 import litserve as ls
 
-from serve import litserve_compat as compat
-from serve.admission import AdmissionState
-from serve.litserve_compat import WorkerSetupStatus
+from serve.http import litserve_compat as compat
+from serve.http.admission import AdmissionState
+from serve.http.litserve_compat import WorkerSetupStatus
 from serve.processes import StopOrders, give_stop_orders
 
 

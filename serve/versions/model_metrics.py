@@ -2,10 +2,10 @@
 at scrape time.
 
 Counters and the swap-time histogram are written by the process where the event happens, in
-multiprocess mode like every metric of the server (:mod:`serve.metrics`): workers count the versions
+multiprocess mode like every metric of the server (:mod:`serve.http.metrics`): workers count the versions
 they switched to and the ones they refused (each worker of a task counts its own), the admin route
 counts the loads the deployment guard refused. The version each task serves, and whether a load is
-under way, are read from the workers' state files (:mod:`serve.model_control`) by
+under way, are read from the workers' state files (:mod:`serve.versions.model_control`) by
 :class:`ModelGauges`, so a dead worker's value never lingers.
 """
 
@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from serve.model_control import ModelControl
+from serve.versions.model_control import ModelControl
 
 SWAP_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 # Why a version was not served: its bundle does not load (files, checksum, snapshot schema, ...),

@@ -32,7 +32,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from serve.metrics import RequestMetrics
+from serve.http.metrics import RequestMetrics
 
 HEALTH_PATH = "/health"
 

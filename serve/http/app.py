@@ -2,7 +2,7 @@
 
 Process layout (``python -m serve``): the main process (socket, worker monitor, SIGTERM drain),
 LitServe's Manager process (the request queues), spawned inference workers per task and forked
-uvicorn API servers that validate bodies, apply :class:`serve.admission.Admission` and answer HTTP;
+uvicorn API servers that validate bodies, apply :class:`serve.http.admission.Admission` and answer HTTP;
 how many of each, and their torch threads, :mod:`serve.layout` derives from the cores.
 """
 
@@ -18,26 +18,26 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
-from serve import admin as model_admin
-from serve import litserve_compat as compat
-from serve.admission import Admission, AdmissionState
-from serve.apis import API_CLASSES, WorkerSettings
-from serve.bundles import TaskBundle
 from serve.config import ServeConfig
-from serve.errors import ERROR_RESPONSES, http_error_handler, validation_error_handler
 from serve.graph.owner_keys import RankingTask
 from serve.graph.supervisor import GraphOwnerProcess
+from serve.http import litserve_compat as compat
+from serve.http.admission import Admission, AdmissionState
+from serve.http.apis import API_CLASSES, WorkerSettings
+from serve.http.errors import ERROR_RESPONSES, http_error_handler, validation_error_handler
+from serve.http.metrics import LiveGauges, metrics_route
 from serve.ingest import server as ingestion
 from serve.ingest.auth import Credentials, KeyAuth
-from serve.metrics import LiveGauges, metrics_route
 from serve.processes import release_children
+from serve.versions import admin as model_admin
+from serve.versions.bundles import TaskBundle
 
 METRICS_PATH = "/metrics"
 
 
 @dataclass
 class BuiltServer:
-    """A configured, not yet running server and the shared state its drain needs (:mod:`serve.drain`)."""
+    """A configured, not yet running server and the shared state its drain needs (:mod:`serve.http.drain`)."""
 
     server: ls.LitServer
     admission: AdmissionState
@@ -64,7 +64,7 @@ class BuiltServer:
             # LitServe gives up start-up ("One or more workers failed to start") without stopping
             # the workers still in setup() or its Manager; the interpreter would wait for them.
             self._stop_children()
-            if not self.admission.draining.value:  # not a start-up stopped by a signal (serve.drain)
+            if not self.admission.draining.value:  # not a start-up stopped by a signal (serve.http.drain)
                 raise
         finally:
             if self.background is not None:
@@ -102,13 +102,13 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
 
     Args:
         config: server settings.
-        bundles: checked task bundles (see :func:`serve.bundles.find_bundles`).
+        bundles: checked task bundles (see :func:`serve.versions.bundles.find_bundles`).
         accelerator: ``"cpu"`` or ``"cuda"`` (resolved, never ``"auto"``: LitServe's own
             detection only finds CUDA if torch happens to be imported already).
     """
     config, _ = config.with_layout(len(bundles), accelerator)  # a no-op when the caller resolved it
     threads = config.threads
-    control, versions = model_admin.start_up(config, bundles)  # model versions (serve.swap)
+    control, versions = model_admin.start_up(config, bundles)  # model versions (serve.versions.swap)
     apis = [API_CLASSES[b.task](WorkerSettings(
         bundle_dir=str(b.bundle_dir), snapshot_dir=str(b.snapshot_dir), compile=config.compile,
         cuda_graphs=config.cuda_graphs, max_batch_size=config.max_batch_size,

@@ -4,7 +4,8 @@
 included) and refuses it, raising :class:`Refused`, when its bundle does not load (files, checksum
 against ``config.json``, feature definition, snapshot columns), its weights hold NaN or infinity, its
 warm-up fails, or a smoke prediction for a few real entities is not finite rows of the right shape.
-The compiled forwards of the new model go through the worker's :class:`serve.compiled_regions.ForwardGate`.
+The compiled forwards of the new model go through the worker's
+:class:`serve.versions.compiled_regions.ForwardGate`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import torch
 
 from models.runtime.bundle import WEIGHTS_FILE, BundleError
 from models.schema import ARTICLE
-from serve.compiled_regions import ForwardGate, evict_region
-from serve.repository import ModelVersion
+from serve.versions.compiled_regions import ForwardGate, evict_region
+from serve.versions.repository import ModelVersion
 
 SMOKE_ROWS = 4
 

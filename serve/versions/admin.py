@@ -17,7 +17,7 @@ started without a write key (the route is there, but nothing can use it). Then:
   the old version keeps serving;
 * 202: ``wait=false``, or still loading after ``timeout`` seconds (default 600): see ``/models``.
 
-Loading happens in every worker of the task in the background (:mod:`serve.swap`); requests keep
+Loading happens in every worker of the task in the background (:mod:`serve.versions.swap`); requests keep
 being answered by the old version until each worker switches. Rollback is loading an older version.
 """
 
@@ -27,21 +27,23 @@ import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Query
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from serve.bundles import TaskBundle
-from serve.config import ServeConfig
-from serve.guard import judge
 from serve.ingest.auth import WRITE_KEY_ENV, Credentials
-from serve.model_control import ModelControl, log, log_to_stderr, order_outcome
-from serve.model_metrics import ModelGauges, ModelMetrics
-from serve.models_config import ModelsConfig
-from serve.repository import RepositoryError, describe, find_version, iso_time, task_versions
-from serve.swap import SwapSettings
+from serve.versions.bundles import TaskBundle
+from serve.versions.guard import judge
+from serve.versions.model_control import ModelControl, log, log_to_stderr, order_outcome
+from serve.versions.model_metrics import ModelGauges, ModelMetrics
+from serve.versions.models_config import ModelsConfig
+from serve.versions.repository import RepositoryError, describe, find_version, iso_time, task_versions
+from serve.versions.swap import SwapSettings
+
+if TYPE_CHECKING:
+    from serve.config import ServeConfig
 
 MODELS_PATH = "/models"
 LOAD_PATH = "/admin/models/{task}/load"

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from models.runtime.quality import MODEL, baseline_warning
-from serve.repository import ModelVersion, RepositoryError
+from serve.versions.repository import ModelVersion, RepositoryError
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def choose(versions: list[ModelVersion], check: Callable[[ModelVersion], str | N
     skipped. If the guard allows none, the newest loadable version serves, with a warning.
 
     Args:
-        versions: the task's versions, oldest first (:func:`serve.repository.task_versions`).
+        versions: the task's versions, oldest first (:func:`serve.versions.repository.task_versions`).
         check: loads a version; returns why it cannot be served, or ``None``.
         pin: serve this version (``--model-version``).
         force: ignore the guard (``--force``).

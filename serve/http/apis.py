@@ -7,7 +7,7 @@ API into each spawned worker. Request bodies are validated by FastAPI before the
 (the pydantic annotation of ``decode_request``); an unknown id is a per-request 404 made by
 ``encode_response``, so no single request can fail the batch it shares with others.
 
-A request holds one id or a list of them (:mod:`serve.schemas`). ``predict`` lines up the ids of
+A request holds one id or a list of them (:mod:`serve.http.schemas`). ``predict`` lines up the ids of
 every request of the batch in order and runs them in forwards of at most ``max_batch_size`` ids,
 the size the bucket ladder was compiled for (so a list never recompiles, and the tail of one list
 shares a forward with the next request); each forward reads the graph version current when it
@@ -32,14 +32,14 @@ from models.runtime.inference import InferenceResult, TaskInference
 from models.schema import ARTICLE
 from models.store.ids import id_text
 from models.store.snapshot import GraphSnapshot
-from serve.batching import BlockingBatchedLoop
-from serve.encode import json_list_response, json_response
+from serve.http.batching import BlockingBatchedLoop
+from serve.http.encode import json_list_response, json_response
+from serve.http.metrics import WorkerMetrics
+from serve.http.queries import Answer, ListQuery, Query, line_up, split_back
+from serve.http.schemas import DEFAULT_K, LIST_RESPONSES, MAX_K, REQUESTS, RESPONSES
 from serve.ingest.config import IngestConfig
-from serve.metrics import WorkerMetrics
-from serve.model_load import Served
-from serve.queries import Answer, ListQuery, Query, line_up, split_back
-from serve.schemas import DEFAULT_K, LIST_RESPONSES, MAX_K, REQUESTS, RESPONSES
-from serve.swap import VERSION_HEADER, ModelSlot, SwapSettings
+from serve.versions.model_load import Served
+from serve.versions.swap import VERSION_HEADER, ModelSlot, SwapSettings
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class TaskAPI(ls.LitAPI):
         self.inference: TaskInference | None = None
         self.metrics: WorkerMetrics | None = None
         self.follower: Any = None  # serve.graph.keys.KeyFollower: a ranking task with --state-dir
-        self.served: Served | None = None  # the model and version answering (serve.swap)
+        self.served: Served | None = None  # the model and version answering (serve.versions.swap)
         self.models: ModelSlot | None = None
         self.device = "cpu"
 

@@ -12,10 +12,10 @@ It also drops LitServe's per-request START message (sent with ``restart_workers=
 only tells the main process's worker monitor which worker holds a request, and that monitor
 looks for requests in a response buffer that lives in the API servers, so it never finds one.
 Each START is one more round trip through the Manager process per request; requests lost with
-a dead worker are answered by :class:`serve.admission.Admission`'s deadline instead.
+a dead worker are answered by :class:`serve.http.admission.Admission`'s deadline instead.
 
 Depends on LitServe's ``collate_requests`` and ``BatchedLoop.get_batch_requests`` (see
-:mod:`serve.litserve_compat`; tests/unit/test_serve_batching.py covers it).
+:mod:`serve.http.litserve_compat`; tests/unit/test_serve_batching.py covers it).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from litserve.loops import BatchedLoop
 
-from serve.litserve_compat import LitAPIStatus, collate_requests
+from serve.http.litserve_compat import LitAPIStatus, collate_requests
 
 
 class _FirstThenQueue:

@@ -10,12 +10,12 @@ serve/ and the tests import these names from here only.
 What each one is for:
 
 * :func:`collate_requests`, :data:`SENTINEL`, :class:`StopLoopError`: the batched loop's queue
-  reader (``serve.batching``) reuses LitServe's batch collection, its shutdown sentinel and stop signal.
+  reader (``serve.http.batching``) reuses LitServe's batch collection, its shutdown sentinel and stop signal.
 * :class:`LitAPIStatus`, :class:`LoopResponseType`, :class:`WorkerSetupStatus`: the status values
   LitServe passes between API servers, workers and the main process.
 * :class:`MessageTransport`: the worker-to-API-server transport interface (tests fake it);
   :class:`ZMQTransport`, the one ``fast_queue=True`` selects.
-* the server accessors: the drain (:mod:`serve.drain`) sets LitServe's shutdown event and marks
+* the server accessors: the drain (:mod:`serve.http.drain`) sets LitServe's shutdown event and marks
   workers failed; a failed start-up stops the workers and the Manager; ``/metrics`` reads queue depths.
 * :class:`LitServer`: LitServe's server with four fixes. (1) ``fast_queue=True`` is silently
   ignored in 0.2.19: ``LitServer.__init__`` passes ``transport_config=`` to ``TransportConfig``,

@@ -5,9 +5,9 @@ with ``restart_workers``, be restarted forever behind a 503 ``/health``. So ever
 loaded once here (weights and config checked against the snapshot, nothing compiled) and a
 problem becomes one readable line.
 
-Each task may hold several versions (:mod:`serve.repository`): :func:`find_bundles` names the newest,
+Each task may hold several versions (:mod:`serve.versions.repository`): :func:`find_bundles` names the newest,
 and :func:`choose_bundles` picks the one the server starts with (pinned, or the newest the
-deployment guard of :mod:`serve.guard` allows that loads).
+deployment guard of :mod:`serve.versions.guard` allows that loads).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from models.registry import TASK_NAMES as TASKS
 from models.runtime.bundle import (
     CONFIG_FILE,
     METRICS_FILE,
@@ -28,10 +29,9 @@ from models.runtime.bundle import (
 )
 from models.runtime.quality import baseline_warning
 from models.store.snapshot import GraphSnapshot, SnapshotError
-from serve.config import TASKS
-from serve.guard import choose
-from serve.models_config import ModelsConfig
-from serve.repository import ModelVersion, RepositoryError, task_versions
+from serve.versions.guard import choose
+from serve.versions.models_config import ModelsConfig
+from serve.versions.repository import ModelVersion, RepositoryError, task_versions
 
 
 class ArtifactsError(ValueError):

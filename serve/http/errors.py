@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from serve.schemas import ErrorBody
+from serve.http.schemas import ErrorBody
 
 MAX_PROBLEMS = 5  # a body with 4000 unknown fields gets 5 sentences, not 4000
 MAX_QUOTED = 24
@@ -56,7 +56,7 @@ def describe_error(error: dict[str, Any]) -> str:
     if field is None:
         if kind == "missing":
             return "request body is empty: send a JSON object"
-        if kind == "id_fields":  # serve.schemas.IdsRequest: the message names the fields
+        if kind == "id_fields":  # serve.http.schemas.IdsRequest: the message names the fields
             return str(error.get("msg"))
         return "body must be a JSON object"
     if kind == "missing":
