@@ -145,7 +145,7 @@ class LiveCSR:
         if self.merged:
             self._merge()
         else:
-            for name, value in zip(("rowptr", "col", "day", "prefix"), self._virtual, strict=True):
+            for name, value in zip(("rowptr", "col", "day", "prefix"), self._through_overlay(), strict=True):
                 object.__setattr__(self, name, value)
 
     @cached_property
@@ -157,9 +157,9 @@ class LiveCSR:
         return Overlay.build(base_rowptr[np.minimum(nodes, self.base.num_rows)], as_numpy(d.head),
                              as_numpy(d.tail), delta_rowptr[:-1], np.diff(delta_rowptr))
 
-    @cached_property
-    def _virtual(self) -> tuple[VirtualRowptr, VirtualArray, VirtualArray, LivePrefix]:
-        """``rowptr``, ``col``, ``day`` and ``prefix`` read through the overlay."""
+    def _through_overlay(self) -> tuple[VirtualRowptr, VirtualArray, VirtualArray, LivePrefix]:
+        """``rowptr``, ``col``, ``day`` and ``prefix`` read through the overlay (not kept by a merged
+        version: a version file written from it carries its merged arrays only)."""
         d, overlay, num_edges = self.delta, self.overlay, self.num_edges
         table = VirtualRowptr.table(as_numpy(d.nodes), self.num_rows)
         rowptr = VirtualRowptr(as_numpy(self.base.rowptr), table, overlay.shift, self.num_rows + 1)
@@ -192,7 +192,7 @@ class LiveCSR:
     def _merge_whole(self) -> tuple[TemporalCSR, EdgePrefix]:
         """The values the overlay reads at every position (the same ones, bit for bit)."""
         d, layout = self.delta, self.overlay.layout(self.num_edges + 1)
-        virtual_rowptr, virtual_col, virtual_day, virtual_prefix = self._virtual
+        virtual_rowptr, virtual_col, virtual_day, virtual_prefix = self._through_overlay()
         buffers: Buffers = self.kept_cache.setdefault(BUFFERS, Buffers())
 
         def merged(name: str, array: VirtualArray | VirtualCumulative) -> np.ndarray:
