@@ -36,9 +36,11 @@ class Finished:
     stderr: str
 
 
-def run_many(cases: dict[str, tuple[str, list[str]]], timeout: float = 600) -> dict[str, Finished]:
+def run_many(cases: dict[str, tuple[str, list[str]] | tuple[str, list[str], dict[str, str]]],
+             timeout: float = 600) -> dict[str, Finished]:
     """Each case ``name -> (module, args)`` run as ``python -m module *args`` in one fresh interpreter
-    (cwd: the repository), in order; ``name -> what it did``."""
+    (cwd: the repository), in order; ``name -> what it did``. A case ``(module, args, environ)`` runs
+    with ``os.environ`` exactly ``environ`` (put back after it)."""
     done = subprocess.run([sys.executable, __file__], input=json.dumps(cases), capture_output=True, text=True,
                           timeout=timeout, cwd=REPO, check=False)
     assert done.returncode == 0, f"the batch runner failed:\n{done.stderr[-3000:]}"
@@ -55,7 +57,19 @@ def _exit_code(code: object) -> int:
     return 1
 
 
-def _run_one(module: str, args: list[str]) -> dict[str, object]:
+def _run_one(module: str, args: list[str], environ: dict[str, str] | None = None) -> dict[str, object]:
+    saved_environ = dict(os.environ)
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
+    try:
+        return _captured(module, args)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_environ)
+
+
+def _captured(module: str, args: list[str]) -> dict[str, object]:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -91,7 +105,7 @@ def _run_one(module: str, args: list[str]) -> dict[str, object]:
 def _main() -> None:
     sys.path.insert(0, str(REPO))  # as ``python -m`` run from the repository has it
     cases = json.loads(sys.stdin.read())
-    results = {name: _run_one(module, args) for name, (module, args) in cases.items()}
+    results = {name: _run_one(*case) for name, case in cases.items()}
     print(json.dumps(results))
 
 

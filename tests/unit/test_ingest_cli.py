@@ -4,17 +4,14 @@ anything heavy starts."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from serve.config import parse_args
 from serve.ingest.config import WAL
+from tests.cli_batch import Finished, run_many
 from tests.ingest_helpers import free_port
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_without_a_state_dir_there_is_no_ingestion() -> None:
@@ -53,19 +50,34 @@ def fake_artifacts(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize(("env", "state", "log", "message"), [
-    ({}, "state", WAL, "need a write key: set RELSERVE_WRITE_KEY"),
-    ({"RELSERVE_WRITE_KEY": ""}, "state", WAL, "RELSERVE_WRITE_KEY must be non-empty"),
-    ({"RELSERVE_WRITE_KEY": "k", "RELSERVE_READ_KEY": "a b"}, "state", WAL, "RELSERVE_READ_KEY must be"),
-    ({"RELSERVE_WRITE_KEY": "k"}, "artifacts/state", WAL, "must not be inside --artifacts"),
-    ({"RELSERVE_WRITE_KEY": "k"}, "state", "redis://127.0.0.1:{port}/0", "ingestion log: redis://"),
-])
-def test_start_up_refusals_are_one_line(tmp_path: Path, env: dict, state: str, log: str,
-                                        message: str) -> None:
-    artifacts = fake_artifacts(tmp_path / "artifacts")
+REFUSALS = {
+    # case: (environment, state directory under the test's folder, --ingest-log, what the line says)
+    "no-write-key": ({}, "state", WAL, "need a write key: set RELSERVE_WRITE_KEY"),
+    "empty-write-key": ({"RELSERVE_WRITE_KEY": ""}, "state", WAL, "RELSERVE_WRITE_KEY must be non-empty"),
+    "bad-read-key": ({"RELSERVE_WRITE_KEY": "k", "RELSERVE_READ_KEY": "a b"}, "state", WAL,
+                     "RELSERVE_READ_KEY must be"),
+    "state-inside-artifacts": ({"RELSERVE_WRITE_KEY": "k"}, "artifacts/state", WAL,
+                               "must not be inside --artifacts"),
+    "redis-down": ({"RELSERVE_WRITE_KEY": "k"}, "state", "redis://127.0.0.1:{port}/0", "ingestion log: redis://"),
+}
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Finished]:
+    """Every case of :data:`REFUSALS` run as ``python -m serve`` (one interpreter for all,
+    :mod:`tests.cli_batch`, each case with its own environment: finding the bundles imports torch)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RELSERVE_")}
-    result = subprocess.run([sys.executable, "-m", "serve", "--artifacts", str(artifacts), "--state-dir",
-                             str(tmp_path / state), "--ingest-log", log.format(port=free_port())],
-                            capture_output=True, text=True, timeout=120, cwd=REPO, env={**clean, **env})
+    cases = {}
+    for case, (env, state, log, _) in REFUSALS.items():
+        tmp_path = tmp_path_factory.mktemp(case)
+        artifacts = fake_artifacts(tmp_path / "artifacts")
+        cases[case] = ("serve", ["--artifacts", str(artifacts), "--state-dir", str(tmp_path / state),
+                                 "--ingest-log", log.format(port=free_port())], {**clean, **env})
+    return run_many(cases)
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_start_up_refusals_are_one_line(refusals: dict[str, Finished], case: str) -> None:
+    result, message = refusals[case], REFUSALS[case][3]
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
