@@ -51,12 +51,8 @@ class NodeEncoder(nn.Module):
         offsets = torch.tensor([0, *sizes[:-1]], dtype=torch.long).cumsum(0)
         self.register_buffer("offsets", offsets, persistent=False)
         # One bag of C codes per node: embedding_bag sums without materialising (N, C, hidden).
-        # Zero at initialisation: a category moves a node's vector only as far as training takes
-        # it. A unit-scale random start gave every rare value (a country of a few customers) a
-        # random offset as large as the rest of the encoding, which the few hundred steps of a
-        # task never undid (docs/decisions.md, "Categorical embeddings start at zero").
         self.embedding = nn.EmbeddingBag(max(sum(sizes), 1), hidden, mode="sum")
-        nn.init.zeros_(self.embedding.weight)
+        nn.init.normal_(self.embedding.weight, std=1.0 / math.sqrt(max(len(sizes), 1)))
         self.time = SinusoidalTime(time_channels, time_period_days)
         self.dense = nn.Linear(spec.num_numeric + time_channels, hidden)
 
