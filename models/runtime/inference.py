@@ -275,6 +275,8 @@ class TaskInference(ServingGraph):
     def _run(self, serving: Serving, graph: Any, entity: Tensor, k: int = 12, seed_time: Tensor | None = None,
              article_keys: Tensor | None = None, inputs: ModelInputs | None = None) -> InferenceResult:
         t0 = time.perf_counter()
+        if self.spec.ranks and article_keys is None and self.follow_published_keys():
+            serving = self._serving  # the graph owner's newer keys (one mapped read when none)
         graph = current_version(serving.graph) if graph is None else graph
         if self.spec.ranks and article_keys is None and (
                 serving.keys is None or serving.keys.version[0] is not getattr(graph, "base", graph)):

@@ -62,8 +62,8 @@ def graph_version(graph: Any) -> tuple[Any, int, int]:
 
 class ServingGraph:
     """The graph and article-key methods of :class:`models.runtime.inference.TaskInference` (which
-    sets ``_serving``, ``spec``, ``model``, ``sampler``, ``device``, ``popularity``,
-    ``article_keys``)."""
+    sets ``_serving``, ``task``, ``spec``, ``bundle_dir``, ``model``, ``sampler``, ``device``,
+    ``popularity``, ``article_keys``)."""
 
     _serving: Serving
 
@@ -90,6 +90,18 @@ class ServingGraph:
         (``None``: none yet, or a task without keys)."""
         keys = self._serving.keys
         return None if keys is None else keys.version
+
+    def follow_published_keys(self) -> bool:
+        """Adopt newer article keys the graph's owner published for this model (a shared graph's
+        :meth:`models.store.shared_graph.SharedGraph.published_keys`); whether it did."""
+        published = getattr(self._serving.graph, "published_keys", None)
+        if published is None or not self.spec.ranks or self.bundle_dir is None:
+            return False
+        found = published(self.task, self.bundle_dir)
+        if found is None:
+            return False
+        self.adopt_article_keys(ArticleKeys(*found))
+        return True
 
     def adopt_article_keys(self, keys: ArticleKeys) -> None:
         """Answer with ``keys``, computed elsewhere (the graph owner) with this model for a version of

@@ -20,11 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from torch import Tensor
 
 from models.store.live import VIEW_ATTRIBUTES
 from models.store.live_view import LiveView
-from models.store.shared_codec import VersionFileError, read_version
-from models.store.shared_header import GraphHeader, HeaderBusy, Published, version_file
+from models.store.shared_codec import VersionFileError, load, read_version
+from models.store.shared_header import GraphHeader, HeaderBusy, Published, keys_file, version_file
 from models.store.snapshot import GraphSnapshot, SnapshotError
 from models.store.versions import Lease
 
@@ -55,6 +56,8 @@ class SharedGraph:
         self._base: GraphSnapshot | None = None
         self._lease: Lease | None = None
         self._held = 0
+        self._keys_seen: dict[str, int] = {}  # per task, the number of the owner's keys last read
+        self.keyed_bundles: dict[str, str] = {}  # per task, the model the owner's keys were computed with
         deadline = time.monotonic() + wait_s
         while True:
             try:
@@ -98,6 +101,25 @@ class SharedGraph:
 
     def lookup(self, node_type: str, ids: np.ndarray | list[str] | list[bytes]) -> np.ndarray:
         return self._current().lookup(node_type, ids)
+
+    def published_keys(self, task: str, bundle: Path) -> tuple[Tensor, Tensor, tuple] | None:
+        """``(keys, popularity, (base, sequence, seed day))``: the owner's article keys of ``task``
+        newer than the last ones this returned, if computed with the model in ``bundle`` over the
+        base snapshot served now; else ``None``. One mapped read when nothing new was published."""
+        number = self.header.keys_version()
+        if number == 0 or number == self._keys_seen.get(task):
+            return None
+        try:
+            data = load(keys_file(self.directory, number, task))
+        except (OSError, VersionFileError):  # replaced meanwhile: the next call reads the newer one
+            return None
+        base = self._current().base
+        if data["base_dir"] != str(Path(base.directory).resolve()):
+            return None  # keys of a snapshot version not served here yet: look again next time
+        self._keys_seen[task], self.keyed_bundles[task] = number, data["bundle"]
+        if data["bundle"] != str(Path(bundle).resolve()):
+            return None
+        return data["keys"], data["popularity"], (base, data["sequence"], data["seed_day"])
 
     def close(self) -> None:
         if self._lease is not None:

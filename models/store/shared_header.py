@@ -21,6 +21,7 @@ from pathlib import Path
 HEADER_FILE = "head"
 SIZE = 4096
 _FIELDS = struct.Struct("<QQqqqqdqq")  # lock, version, sequence, snapshot, delta rows, pid, time, keys
+_KEYS_AT = struct.calcsize("<QQqqqqd")  # offset of keys_version in _FIELDS
 _PATH = struct.Struct("<H")
 _PATH_AT = _FIELDS.size
 MAX_PATH = SIZE - _PATH_AT - _PATH.size
@@ -98,6 +99,10 @@ class GraphHeader:
     def version(self) -> int:
         """The current version's number (``0``: none yet); cheap enough to call per answer."""
         return struct.unpack_from("<Q", self._map, 8)[0]
+
+    def keys_version(self) -> int:
+        """The current article keys' number (``0``: none yet); as cheap as :meth:`version`."""
+        return struct.unpack_from("<q", self._map, _KEYS_AT)[0]
 
     def read(self, wait_s: float = 0.05) -> Published | None:
         """The current version (``None``: nothing published yet).

@@ -8,9 +8,9 @@ batches of ``--batch-rows`` (known customers and articles, dated the day after t
 two alternate ``--rounds`` times, so that a machine whose load drifts slows both alike. A watcher
 polls ``GET /ingest/status`` every ``--watch-poll`` (10 ms): a batch's lag is from the moment its
 POST was sent to the first poll at which the graph owner has published a version holding it (every
-answer reads it from then on), and its keyed lag to the first poll at which every purchase worker's
+answer reads it from then on), and its keyed lag to the first poll at which the owner's published
 article keys cover it too (what ``?sync=true`` waits for; the owner refreshes the keys on their own
-pacing, ``--key-share``).
+pacing, ``--key-share``, and every purchase answer adopts the newest).
 Prints one table; ``--json`` also writes the numbers. The target (issue 20): throughput with
 ingestion within 10 % of without, lag p99 under 1 s. Where the CPU went: each server process's (by
 role) and the benchmark's own (clients, ingester, watcher) CPU seconds per second in both phases,

@@ -67,7 +67,7 @@ class KeyMaker:
         self.publisher = publisher
         self.pacer = Pacer(key_share, poll_s)
         self.metrics = {t.task: FollowerMetrics(t.task) for t in tasks}
-        self.models: dict[str, tuple[int, TaskInference]] = {}
+        self.models: dict[str, tuple[int, TaskInference]] = {}  # per task: model version, model
         self.load = lambda bundle, graph: TaskInference.from_bundle(bundle, graph, compile="none")
         self._due = 0.0
         self._covered: tuple[Any, ...] | None = None
@@ -105,8 +105,8 @@ class KeyMaker:
         with torch.inference_mode():
             keys = inference.compute_article_keys(view.end_time, view)
         popularity = inference.popularity[(view.base, view.sequence, view.end_time)]
-        dump({"task": task, "model_version": version, "keys": keys, "popularity": popularity,
-              "sequence": view.sequence, "seed_day": view.end_time,
+        dump({"task": task, "model_version": version, "bundle": str(Path(inference.bundle_dir).resolve()),
+              "keys": keys, "popularity": popularity, "sequence": view.sequence, "seed_day": view.end_time,
               "base_dir": str(Path(view.base.directory).resolve())}, path)
 
     def _follow_models(self, graph: LiveGraph) -> bool:

@@ -117,14 +117,13 @@ class TaskAPI(ls.LitAPI):
         # "`gc.freeze()` after setup").
         gc.freeze()
         if ingest is not None and self.task_spec.ranks:
-            # Purchase keys follow the graph and the seed day; a thread recomputes them when stale,
-            # so answering never waits on it.
+            # Purchase keys come from the graph owner; this thread recomputes them only while the
+            # owner keys another model (a hot swap), so answering never waits on it.
             from serve.graph.keys import KeyFollower
             from serve.ingest.metrics import FollowerMetrics
-            from serve.ingest.progress import ProgressFile
 
-            self.follower = KeyFollower(lambda: self.served, graph, ProgressFile(ingest.state_dir, self.task),
-                                        FollowerMetrics(self.task), ingest.poll_s, ingest.key_share)
+            self.follower = KeyFollower(lambda: self.served.inference, graph, FollowerMetrics(self.task),
+                                        ingest.poll_s, ingest.key_share)
         version = self.settings.models.version if self.settings.models else 1
         self.models = ModelSlot(self, Served(self.inference, version, time.time()), self.settings.models,
                                 self.load_model)

@@ -128,10 +128,10 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
     collectors, background, owner = [_live_gauges(server, admission)], None, None
     credentials = Credentials.from_env()
     if config.ingest is not None:
-        keyed = {b.task: config.workers_per_task for b in bundles if API_CLASSES[b.task].task_spec.ranks}
-        service = ingestion.install(app, config.ingest, bundles[0].snapshot_dir, keyed,
+        keyed = [b.task for b in bundles if API_CLASSES[b.task].task_spec.ranks]  # ranking tasks
+        service = ingestion.install(app, config.ingest, bundles[0].snapshot_dir, bool(keyed),
                                     draining=lambda: bool(admission.draining.value))
-        collectors.append(ingestion.gauges(service, [b.task for b in bundles]))
+        collectors.append(ingestion.gauges(service, [b.task for b in bundles], keyed))
         artifacts = bundles[0].snapshot_dir.parent
         background = ingestion.BackgroundProcess(config.ingest, artifacts)
         ranking = [RankingTask(b.task, str(b.bundle_dir), versions[b.task])

@@ -119,27 +119,28 @@ class IngestGauges(Collector):
     Args:
         progress: how far the server serves the log (:func:`serve.ingest.progress.read_progress`).
         tasks: the served tasks.
+        ranking: those of them whose answers rank with article keys.
         log_sequence: the log's last sequence (``None``: unknown now).
     """
 
-    def __init__(self, progress: Callable[[], Progress], tasks: list[str],
+    def __init__(self, progress: Callable[[], Progress], tasks: list[str], ranking: list[str],
                  log_sequence: Callable[[], int | None]) -> None:
         self.progress = progress
         self.tasks = tasks
+        self.ranking = set(ranking)
         self.log_sequence = log_sequence
 
     def collect(self) -> Iterable[Metric]:
         try:
             now = self.progress()
         except OSError:
-            now = Progress(None, [])
+            now = Progress(None)
         families = {
             "applied": GaugeMetricFamily("relserve_ingest_applied_sequence", "Log sequence the task's "
                                          "answers read (the graph owner's published version).",
                                          labels=["task"]),
-            "keyed": GaugeMetricFamily("relserve_ingest_keyed_sequence", "Lowest log sequence the "
-                                       "task's live workers serve with article keys that cover it.",
-                                       labels=["task"]),
+            "keyed": GaugeMetricFamily("relserve_ingest_keyed_sequence", "Log sequence the task's "
+                                       "answers read with article keys that cover it.", labels=["task"]),
             "delta": GaugeMetricFamily("relserve_ingest_delta_rows", "Rows the served graph holds on top "
                                        "of its base snapshot.", labels=["task"]),
             "version": GaugeMetricFamily("relserve_snapshot_version", "Snapshot version the served graph "
@@ -148,9 +149,8 @@ class IngestGauges(Collector):
         graph = now.graph
         if graph is not None:
             for task in self.tasks:
-                keyed = [r.keys_sequence or 0 for r in now.workers if r.task == task]
                 families["applied"].add_metric([task], graph.sequence)
-                families["keyed"].add_metric([task], min([graph.sequence, *keyed]))
+                families["keyed"].add_metric([task], now.visible(task in self.ranking))
                 families["delta"].add_metric([task], graph.delta_rows)
                 families["version"].add_metric([task], graph.snapshot_version)
         yield from families.values()

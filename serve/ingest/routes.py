@@ -81,12 +81,11 @@ def add_routes(app: FastAPI, service: IngestService, draining: Callable[[], bool
         graph = now.graph and {"version": now.graph.version, "pid": now.graph.pid,
                                "sequence": now.graph.sequence, "delta_rows": now.graph.delta_rows,
                                "snapshot_version": now.graph.snapshot_version}
-        workers = [{"task": r.task, "pid": r.pid, "keys_sequence": r.keys_sequence, "sequence": r.sequence,
-                    "snapshot_version": r.snapshot_version}
-                   for r in sorted(now.workers, key=lambda r: r.task)]
+        if graph is not None:
+            graph["keys_sequence"] = now.graph.keys_sequence
         return {"log_sequence": await run_in_threadpool(service.log_sequence),
-                "visible_sequence": now.visible(service.keyed_workers), "applied_sequence": now.applied,
-                "graph": graph, "workers": workers}
+                "visible_sequence": now.visible(service.keyed), "applied_sequence": now.applied,
+                "graph": graph}
 
     app.add_api_route("/ingest/status", status, methods=["GET"],
                       summary="How far the log is, and how far the graph and the article keys serve it")
@@ -123,7 +122,7 @@ async def _ingest(kind: str, request: Request, sync: bool, service: IngestServic
         return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "1"})
     answer = {"accepted": accepted.accepted, "sequence": accepted.sequence}
     headers = {REPLAYED_HEADER: "true"} if accepted.replayed else {}
-    if sync and not await progress.wait_visible(service.config.state_dir, service.keyed_workers,
+    if sync and not await progress.wait_visible(service.config.state_dir, service.keyed,
                                                 accepted.sequence, service.config.sync_timeout_s):
         detail = (f"durable as sequence {accepted.sequence}, but not served by every worker within "
                   f"{service.config.sync_timeout_s:g} s (--sync-timeout); GET /ingest/status shows how far "

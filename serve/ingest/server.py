@@ -58,7 +58,6 @@ def prepare(config: IngestConfig | None, artifacts: Path) -> list[str]:
                          "artifacts read-only)")
     try:
         state.mkdir(parents=True, exist_ok=True)
-        progress.reset(state)
     except OSError as e:
         raise ValueError(f"--state-dir {config.state_dir}: {e.strerror}") from None
     if not os.access(state, os.W_OK):
@@ -77,7 +76,7 @@ def prepare(config: IngestConfig | None, artifacts: Path) -> list[str]:
     return warnings
 
 
-def install(app: FastAPI, config: IngestConfig, snapshot_dir: Path, keyed_workers: dict[str, int],
+def install(app: FastAPI, config: IngestConfig, snapshot_dir: Path, keyed: bool,
             draining: Callable[[], bool]) -> IngestService:
     """Add the ``/ingest`` routes and the per-route body limit to ``app``; returns the service whose
     :class:`IngestGauges` the metrics route exports."""
@@ -85,14 +84,15 @@ def install(app: FastAPI, config: IngestConfig, snapshot_dir: Path, keyed_worker
         if middleware.cls is MaxSizeMiddleware:
             limit = middleware.kwargs.get("max_size")
             app.user_middleware[i] = Middleware(BodyLimit, max_size=limit, ingest_max_size=config.max_bytes)
-    service = IngestService(config, snapshot_dir, keyed_workers)
+    service = IngestService(config, snapshot_dir, keyed)
     IngestMetrics()  # every series with known labels at 0 before the first row (this process's files)
     add_routes(app, service, draining)
     return service
 
 
-def gauges(service: IngestService, tasks: list[str]) -> IngestGauges:
-    return IngestGauges(lambda: progress.read_progress(service.config.state_dir), tasks, service.log_sequence)
+def gauges(service: IngestService, tasks: list[str], ranking: list[str]) -> IngestGauges:
+    return IngestGauges(lambda: progress.read_progress(service.config.state_dir), tasks, ranking,
+                        service.log_sequence)
 
 
 class BackgroundProcess:

@@ -40,15 +40,14 @@ class IngestService:
     Args:
         config: the ingestion settings.
         snapshot_dir: the snapshot the server serves.
-        keyed_workers: per ranking task, how many inference workers refresh its article keys
-            (``?sync=true`` waits for all of them).
+        keyed: whether a ranking task is served (``?sync=true`` then waits for its article keys too).
     """
 
     def __init__(self, config: IngestConfig, snapshot_dir: str | Path,
-                 keyed_workers: dict[str, int]) -> None:
+                 keyed: bool) -> None:
         self.config = config
         self.snapshot_dir = Path(snapshot_dir)
-        self.keyed_workers = keyed_workers
+        self.keyed = keyed
         self._lock = threading.Lock()
         self._pid: int | None = None
         self._ingestor: Ingestor | None = None

@@ -18,7 +18,6 @@ import pytest
 import torch
 from prometheus_client import CollectorRegistry
 
-from models.runtime.serving_state import ArticleKeys
 from models.schema import CUSTOMER
 from models.store.records import IngestBatch
 from models.store.shared_codec import dump
@@ -116,17 +115,20 @@ def test_a_compaction_is_followed_and_readers_move_with_it(config: IngestConfig,
 
 
 def test_keys_are_paced_and_a_worker_adopts_the_ones_of_its_model(
-        config: IngestConfig, snapshot: GraphSnapshot, monkeypatch: pytest.MonkeyPatch) -> None:
+        config: IngestConfig, snapshot: GraphSnapshot, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     clock = FakeClock().install(monkeypatch, owner_keys)
     writer = open_ingestor(config, snapshot.directory)
-    owner = owner_of(config, snapshot, [RankingTask("purchase", str(snapshot.directory))])
+    bundle, other = tmp_path / "purchase" / "1", tmp_path / "purchase" / "2"
+    owner = owner_of(config, snapshot, [RankingTask("purchase", str(bundle))])
     keyed: list[int] = []  # the sequence each refresh covered
 
     def write_keys(task: str, view, path: Path) -> None:  # costs 40 ms: the next is due 0.36 s later
         clock.advance(0.04)
         keyed.append(view.sequence)
-        dump({"task": task, "model_version": 1, "keys": torch.full((3, 2), float(view.sequence)),
-              "popularity": torch.zeros(3, 1), "sequence": view.sequence, "seed_day": view.end_time,
+        dump({"task": task, "model_version": 1, "bundle": str(bundle.resolve()),
+              "keys": torch.full((3, 2), float(view.sequence)), "popularity": torch.zeros(3, 1),
+              "sequence": view.sequence, "seed_day": view.end_time,
               "base_dir": str(Path(view.base.directory).resolve())}, path)
 
     owner.keys.load = lambda bundle, graph: SimpleNamespace()
@@ -138,28 +140,27 @@ def test_keys_are_paced_and_a_worker_adopts_the_ones_of_its_model(
             writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=1 + i % 3))
             owner.step()
         assert owner.graph.sequence == 5 and keyed == [0]  # rows published, keys paced
+        assert progress.read_progress(config.state_dir).visible(keyed=True) == 0  # the keys lag
         clock.advance(0.4)  # past the 0.36 s pause
-        assert owner.step() and keyed == [0, 5] and owner.publisher.keys == (2, 5)  # one refresh for all five
+        assert owner.step() and keyed == [0, 5]  # one refresh for all five batches
+        assert owner.publisher.keys == (2, 5)
+        assert progress.read_progress(config.state_dir).visible(keyed=True) == 5
 
-        adopted: list[ArticleKeys] = []
         graph = SharedGraph(owner.publisher.directory)
-        model = SimpleNamespace(adopt_article_keys=adopted.append, keys_version=lambda: adopted[-1].version,
-                                article_keys_stale=lambda: False, snapshot=graph)
-        served = SimpleNamespace(inference=model, version=1)
-        follower = KeyFollower(lambda: served, graph, progress.ProgressFile(config.state_dir, "purchase"),
-                               FollowerMetrics("purchase", CollectorRegistry()), 0.01, 0.1)
-        follower.step()
-        assert adopted[-1].version[1:] == (5, owner.graph.now_day) and float(adopted[-1].keys[0, 0]) == 5
-        assert progress.read_all(config.state_dir)[0].keys_sequence == 5
-        follower.step()
-        assert len(adopted) == 1  # nothing newer: nothing adopted again
-        served.version = 2  # a hot swap the owner has not followed: these keys are not for it
-        clock.advance(1.0)
-        writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=2))
-        assert owner.step() and keyed[-1] == 6
-        follower.step()
-        assert len(adopted) == 1
-        follower.progress.remove()
+        keys, _, version = graph.published_keys("purchase", bundle)
+        assert version[1:] == (5, owner.graph.now_day) and float(keys[0, 0]) == 5
+        assert graph.published_keys("purchase", bundle) is None  # nothing newer: nothing again
+        refreshed: list[bool] = []
+        model = SimpleNamespace(task="purchase", bundle_dir=other, follow_published_keys=lambda: False,
+                                article_keys_stale=lambda: True,
+                                refresh_article_keys=lambda: refreshed.append(True) or True)
+        metrics = FollowerMetrics("purchase", CollectorRegistry())
+        follower = KeyFollower(lambda: model, graph, metrics, 0.01, 0.1)
+        follower.step()  # a hot swap the owner has not followed: this worker keys its own model
+        assert refreshed == [True]
+        model.bundle_dir = bundle
+        follower.step()  # the owner keys this model: nothing computed here
+        assert refreshed == [True]
     finally:
         owner.close()
 

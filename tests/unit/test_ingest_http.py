@@ -19,7 +19,6 @@ from models.store.shared_header import GraphHeader, Published, shared_dir
 from models.store.shared_publisher import remove_shared
 from models.store.snapshot import GraphSnapshot
 from serve.http.errors import http_error_handler, validation_error_handler
-from serve.ingest import progress
 from serve.ingest.auth import CredentialError, Credentials, KeyAuth
 from serve.ingest.config import IngestConfig
 from serve.ingest.limits import BodyLimit
@@ -45,8 +44,7 @@ def snapshot(tiny_csv_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Gr
 
 def serve_app(config: IngestConfig, snapshot: GraphSnapshot) -> Iterator[str]:
     app = FastAPI()
-    service = IngestService(config, snapshot.directory, {"purchase": 1})
-    progress.reset(config.state_dir)
+    service = IngestService(config, snapshot.directory, keyed=True)
     add_routes(app, service, draining=lambda: DRAINING[0])
     app.add_api_route("/predict/churn", lambda: {"ok": True}, methods=["POST"])
     app.add_exception_handler(HTTPException, http_error_handler)
@@ -173,24 +171,21 @@ def test_sync_waits_for_the_graph_and_the_keys(url: str, snapshot: GraphSnapshot
     late = post(url, transaction_rows(snapshot, 1), params={"sync": "true"})
     assert late.status_code == 504 and "within 0.3 s (--sync-timeout)" in late.json()["detail"]
     assert late.json()["sequence"] == 1 and "durable as sequence 1" in late.json()["detail"]
-    # This process stands in for the graph owner (its header) and a purchase worker (its keys).
+    # This process stands in for the graph owner: its header says what is published.
     directory = shared_dir(tmp_path / "state")
     owner = GraphHeader(directory, create=True)
-    worker = progress.ProgressFile(tmp_path / "state", "purchase")
     try:
-        owner.publish(Published(1, 2, 0, 2, os.getpid(), 0.0, 0, 0, snapshot.directory))
-        worker.write(2, keys_sequence=2)
+        owner.publish(Published(1, 2, 0, 2, os.getpid(), 0.0, 1, 2, snapshot.directory))  # graph and keys
         assert post(url, transaction_rows(snapshot, 1, start=2), params={"sync": "true"}).status_code == 200
         status = requests.get(f"{url}/ingest/status", headers=WRITE, timeout=10).json()
         assert status["log_sequence"] == status["visible_sequence"] == 2
-        assert status["graph"]["sequence"] == 2 and status["workers"][0]["task"] == "purchase"
-        owner.publish(Published(2, 3, 0, 3, os.getpid(), 0.0, 0, 0, snapshot.directory))  # keys not yet
+        assert status["graph"]["sequence"] == status["graph"]["keys_sequence"] == 2
+        owner.publish(Published(2, 3, 0, 3, os.getpid(), 0.0, 1, 2, snapshot.directory))  # keys not yet
         assert post(url, transaction_rows(snapshot, 1, start=3), params={"sync": "true"}).status_code == 504
         status = requests.get(f"{url}/ingest/status", headers=WRITE, timeout=10).json()
         assert (status["applied_sequence"], status["visible_sequence"]) == (3, 2)
-        assert status["workers"][0]["keys_sequence"] == 2
+        assert status["graph"]["keys_sequence"] == 2
     finally:
-        worker.remove()
         remove_shared(directory)
 
 

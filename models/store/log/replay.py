@@ -30,7 +30,7 @@ from models.store.versions import SNAPSHOTS_DIR, open_current
 
 log = logging.getLogger("relserve.ingest")
 
-WORKERS_DIR = "workers"  # the workers' progress reports (serve.ingest.progress)
+WORKERS_DIR = "workers"  # where servers before the graph owner kept their workers' progress reports
 STATE_DIR_MARKS = (WAL_DIR, WORKERS_DIR, SNAPSHOTS_DIR)
 
 
@@ -94,8 +94,8 @@ def replay(source: Log, target: Target, reads: int | None = None, limit: int = R
 
 
 def is_state_dir(path: Path) -> bool:
-    """Whether ``path`` looks like a server's ``--state-dir`` (it holds a log, worker progress or
-    snapshot versions)."""
+    """Whether ``path`` looks like a server's ``--state-dir`` (it holds a log, snapshot versions or an
+    older server's worker progress)."""
     return any((Path(path) / name).is_dir() for name in STATE_DIR_MARKS)
 
 
