@@ -10,6 +10,13 @@ from torch import Tensor, nn
 
 from models.nn.inputs import TableSpec
 
+EMBEDDING_INIT_STD = 0.1
+"""Initial scale of the summed categorical embeddings (each of C columns draws N(0, (0.1 / sqrt(C))^2)).
+At unit scale every rare value (a country of a few customers) started as a random offset as large
+as the rest of the node's encoding, which a task's few hundred steps did not undo: real churn with
+the customers' country 0.8153, 0.8222 at 0.1 (docs/decisions.md, "A customer's country"). Zero
+learned the country but lost demo churn, whose categorical columns carry signal."""
+
 
 class SinusoidalTime(nn.Module):
     """Sin/cos features of a relative time in days; periods run geometrically from 1 day to ``max_period``.
@@ -52,7 +59,7 @@ class NodeEncoder(nn.Module):
         self.register_buffer("offsets", offsets, persistent=False)
         # One bag of C codes per node: embedding_bag sums without materialising (N, C, hidden).
         self.embedding = nn.EmbeddingBag(max(sum(sizes), 1), hidden, mode="sum")
-        nn.init.normal_(self.embedding.weight, std=1.0 / math.sqrt(max(len(sizes), 1)))
+        nn.init.normal_(self.embedding.weight, std=EMBEDDING_INIT_STD / math.sqrt(max(len(sizes), 1)))
         self.time = SinusoidalTime(time_channels, time_period_days)
         self.dense = nn.Linear(spec.num_numeric + time_channels, hidden)
 
