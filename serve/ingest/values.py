@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from models.schema import MAX_ID_BYTES, day_number
+from serve.id_fields import integral
 from serve.ingest.problems import show
 
 DATE = re.compile(r"^([0-9]{4}-[0-9]{2}-[0-9]{2})([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?)?$")
@@ -26,6 +27,7 @@ def day(value: Any) -> int:
 
 
 def node_id(value: Any) -> str:
+    value = integral(value)  # 13085.0 is the id 13085, as JSON Schema's integer reads it
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
@@ -60,6 +62,7 @@ def number(value: Any, text: bool, minimum: float | None = None) -> float:
 def integer(value: Any, text: bool) -> int:
     if isinstance(value, str) and text and value.strip().lstrip("+").isdigit():
         value = int(value)
+    value = integral(value)  # 2.0 is an integer in JSON Schema's reading
     if isinstance(value, bool) or not isinstance(value, int):
         got = show(value) if isinstance(value, str) else type(value).__name__
         raise ValueError(f"must be an integer, got {got}")

@@ -82,6 +82,12 @@ def test_each_bad_transaction_is_named_by_row_and_field(row: dict, where: str, s
     assert error.body()["problems"][0]["row"] == 1
 
 
+def test_whole_numbers_written_with_a_point_are_integers_as_json_schema_says() -> None:
+    columns = VALIDATOR.validate("transactions", [tx(sales_channel_id=2.0)], Facts())
+    assert columns["sales_channel_id"] == [2] and type(columns["sales_channel_id"][0]) is int
+    assert "sales_channel_id" in refused("transactions", [tx(sales_channel_id=2.5)]).detail
+
+
 def test_every_problem_is_listed_and_detail_names_the_first_five() -> None:
     error = refused("transactions", [tx(price=-i - 1) for i in range(8)] + ["not an object"])
     assert error.problems[0].message == "must be an object, got str"
