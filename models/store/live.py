@@ -34,7 +34,7 @@ from models.store.live_view import LiveView
 from models.store.records import IngestBatch
 from models.store.snapshot import GraphSnapshot
 
-__all__ = ["VIEW_ATTRIBUTES", "BatchError", "LiveGraph", "SequenceGap", "wall_clock"]
+__all__ = ["VIEW_ATTRIBUTES", "BatchError", "LiveGraph", "SequenceGap", "VersionedGraph", "wall_clock"]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,49 @@ def wall_clock() -> int:
     return day_number(dt.datetime.now(dt.UTC).date()) + 1
 
 
-class LiveGraph:
+class VersionedGraph:
+    """Read like a snapshot through the latest :class:`LiveView` (what :class:`LiveGraph` and a worker's
+    :class:`models.store.shared_graph.SharedGraph` have alike): a subclass sets ``clock`` and gives
+    :meth:`_latest`; every read takes one version and answers at its ``now_day``."""
+
+    clock: Callable[[], int] | None
+
+    def _latest(self) -> LiveView:
+        raise NotImplementedError
+
+    @property
+    def sequence(self) -> int:
+        """The last log sequence the latest version holds (the base's own when none was applied)."""
+        return self._latest().sequence
+
+    @property
+    def now_day(self) -> int:
+        """The seed day of every answer: the day after the latest transaction, or the clock's day."""
+        return self._now(self._latest().max_day)
+
+    def view(self) -> LiveView:
+        """The latest version (one atomic read), at the current ``now_day``."""
+        view = self._latest()
+        return view.at(self._now(view.max_day))
+
+    def lookup(self, node_type: str, ids: np.ndarray | list[str] | list[bytes]) -> np.ndarray:
+        """``(K,)`` int64 dense indices (new nodes after the base's rows); ``-1`` where unknown."""
+        return self._latest().lookup(node_type, ids)
+
+    def __getattr__(self, name: str):
+        if name in VIEW_ATTRIBUTES:
+            return getattr(self.view(), name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.view()!r})"
+
+    def _now(self, max_day: int) -> int:
+        now = max_day + 1
+        return max(now, int(self.clock())) if self.clock is not None else now
+
+
+class LiveGraph(VersionedGraph):
     """Base snapshot + applied batches (see the module docstring).
 
     Args:
@@ -82,16 +124,6 @@ class LiveGraph:
         self._view = self._view.at(self._now(self._view.max_day))
 
     # -- what the write side calls ---------------------------------------------------------------
-
-    @property
-    def sequence(self) -> int:
-        """The last log sequence applied (the base's own when none was)."""
-        return self._view.sequence
-
-    @property
-    def now_day(self) -> int:
-        """The seed day of every answer: the day after the latest transaction, or the clock's day."""
-        return self._now(self._view.max_day)
 
     def apply(self, batch: IngestBatch) -> bool:
         """Apply one batch; ``False`` (nothing done) for a batch at or below :attr:`sequence`.
@@ -133,15 +165,6 @@ class LiveGraph:
                 raise SequenceGap(self._view.sequence + 1, sequence)
             self._commit(self._pending, sequence)
 
-    def view(self) -> LiveView:
-        """The current version (one atomic read), at the current ``now_day``."""
-        view = self._view
-        return view.at(self._now(view.max_day))
-
-    def lookup(self, node_type: str, ids: np.ndarray | list[str] | list[bytes]) -> np.ndarray:
-        """``(K,)`` int64 dense indices (new nodes after the base's rows); ``-1`` where unknown."""
-        return self._view.lookup(node_type, ids)
-
     @property
     def delta_edges(self) -> int:
         """Transactions applied since the base (the delta's size, for metrics)."""
@@ -151,19 +174,8 @@ class LiveGraph:
     def new_nodes(self) -> dict[str, int]:
         return {t: len(n.ids) for t, n in self._pending.nodes.items()}
 
-    # -- read like a snapshot (the current version's) ------------------------------------------
-
-    def __getattr__(self, name: str):
-        if name in VIEW_ATTRIBUTES:
-            return getattr(self.view(), name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def __repr__(self) -> str:
-        return f"LiveGraph({self.view()!r})"
-
-    def _now(self, max_day: int) -> int:
-        now = max_day + 1
-        return max(now, int(self.clock())) if self.clock is not None else now
+    def _latest(self) -> LiveView:
+        return self._view
 
     def _commit(self, pending: Pending, sequence: int) -> None:
         view = build_view(self.base, sequence, pending, self._kept_cache, 0)

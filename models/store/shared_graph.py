@@ -19,10 +19,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 from torch import Tensor
 
-from models.store.live import VIEW_ATTRIBUTES
+from models.store.live import VersionedGraph
 from models.store.live_view import LiveView
 from models.store.shared_codec import VersionFileError, load, read_version
 from models.store.shared_header import GraphHeader, HeaderBusy, Published, keys_file, version_file
@@ -38,7 +37,7 @@ class GraphNotPublished(RuntimeError):
     """No version was published within the wait (the owner is not running, or still replaying)."""
 
 
-class SharedGraph:
+class SharedGraph(VersionedGraph):
     """The owner's current version of the live graph (see the module docstring).
 
     Args:
@@ -75,32 +74,16 @@ class SharedGraph:
 
     @property
     def base(self) -> GraphSnapshot:
-        return self._current().base
-
-    @property
-    def sequence(self) -> int:
-        return self._current().sequence
-
-    @property
-    def now_day(self) -> int:
-        return self._now(self._current().max_day)
+        return self._latest().base
 
     @property
     def delta_edges(self) -> int:
-        view = self._current()
+        view = self._latest()
         return view.num_transactions - view.base.num_transactions
 
     @property
     def new_nodes(self) -> dict[str, int]:
-        return {t: len(n.ids) for t, n in self._current().nodes.items()}
-
-    def view(self) -> LiveView:
-        """The current version (the newest published), at the current ``now_day``."""
-        view = self._current()
-        return view.at(self._now(view.max_day))
-
-    def lookup(self, node_type: str, ids: np.ndarray | list[str] | list[bytes]) -> np.ndarray:
-        return self._current().lookup(node_type, ids)
+        return {t: len(n.ids) for t, n in self._latest().nodes.items()}
 
     def published_keys(self, task: str, bundle: Path) -> tuple[Tensor, Tensor, tuple] | None:
         """``(keys, popularity, (base, sequence, seed day))``: the owner's article keys of ``task``
@@ -113,7 +96,7 @@ class SharedGraph:
             data = load(keys_file(self.directory, number, task))
         except (OSError, VersionFileError):  # replaced meanwhile: the next call reads the newer one
             return None
-        base = self._current().base
+        base = self._latest().base
         if data["base_dir"] != str(Path(base.directory).resolve()):
             return None  # keys of a snapshot version not served here yet: look again next time
         self._keys_seen[task], self.keyed_bundles[task] = number, data["bundle"]
@@ -126,19 +109,7 @@ class SharedGraph:
             self._lease.release()
             self._lease = None
 
-    def __getattr__(self, name: str):
-        if name in VIEW_ATTRIBUTES:
-            return getattr(self.view(), name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def __repr__(self) -> str:
-        return f"SharedGraph({self.view()!r})"
-
-    def _now(self, max_day: int) -> int:
-        now = max_day + 1
-        return max(now, int(self.clock())) if self.clock is not None else now
-
-    def _current(self) -> LiveView:
+    def _latest(self) -> LiveView:
         if self.header.version() != self._held:
             with self._lock:
                 if self.header.version() != self._held:
