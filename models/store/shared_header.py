@@ -92,6 +92,7 @@ class GraphHeader:
         else:
             fd = os.open(path, os.O_RDONLY)
         try:
+            self.inode = os.fstat(fd).st_ino
             self._map = mmap.mmap(fd, SIZE, access=mmap.ACCESS_WRITE if create else mmap.ACCESS_READ)
         finally:
             os.close(fd)
@@ -135,12 +136,17 @@ class GraphHeader:
             raise ValueError(f"snapshot path longer than {MAX_PATH} bytes: {published.base_dir}")
         lock = struct.unpack_from("<Q", self._map, 0)[0]
         lock += lock % 2  # a writer killed mid-write left it odd
-        struct.pack_into("<Q", self._map, 0, lock + 1)
-        _FIELDS.pack_into(self._map, 0, lock + 1, published.version, published.sequence,
+        # Packed before the lock is taken: between odd and even only memory copies run, nothing that
+        # allocates (a garbage collection there would keep every reader waiting).
+        record = bytearray(_PATH_AT + _PATH.size + len(path))
+        _FIELDS.pack_into(record, 0, lock + 1, published.version, published.sequence,
                           published.snapshot_version, published.delta_rows, published.pid, published.updated,
                           published.keys_version, published.keys_sequence)
-        _PATH.pack_into(self._map, _PATH_AT, len(path))
-        self._map[_PATH_AT + _PATH.size:_PATH_AT + _PATH.size + len(path)] = path
+        _PATH.pack_into(record, _PATH_AT, len(path))
+        record[_PATH_AT + _PATH.size:] = path
+        body = memoryview(record)[8:]
+        struct.pack_into("<Q", self._map, 0, lock + 1)
+        self._map[8:len(record)] = body
         struct.pack_into("<Q", self._map, 0, lock + 2)
 
     def close(self) -> None:

@@ -38,21 +38,29 @@ class Progress:
 
 
 _headers: dict[Path, GraphHeader] = {}
+_last_read: dict[Path, Progress] = {}
 
 
 def read_progress(state_dir: str | Path) -> Progress:
-    """The owner's current version, from its mapped header (kept open per process)."""
+    """The owner's current version, from its mapped header (kept open per process); while the header
+    stays mid-write (an owner descheduled or killed while writing it), the last one this process read:
+    the workers keep serving what they hold meanwhile too."""
     directory = shared_dir(Path(state_dir))
     header = _headers.get(directory)
-    if header is None or not (directory / HEADER_FILE).exists():
+    try:
+        inode = (directory / HEADER_FILE).stat().st_ino
+    except FileNotFoundError:
+        return Progress(None)
+    if header is None or header.inode != inode:  # none yet, or a new server's owner made it again
         try:
             header = _headers[directory] = GraphHeader(directory)
         except FileNotFoundError:
             return Progress(None)
     try:
-        return Progress(header.read())
-    except HeaderBusy:  # an owner died mid-write: nothing newer is served until the next one
-        return Progress(None)
+        now = _last_read[directory] = Progress(header.read())
+    except HeaderBusy:
+        return _last_read.get(directory, Progress(None))
+    return now
 
 
 async def wait_visible(state_dir: str | Path, keyed: bool, sequence: int, timeout_s: float,

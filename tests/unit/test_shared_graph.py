@@ -30,6 +30,7 @@ from models.store.shared_header import HeaderBusy, version_file
 from models.store.shared_publisher import Publisher
 from models.store.snapshot import GraphSnapshot
 from models.store.tables import RelTables, Transactions
+from serve.ingest import progress
 from training.synth.tables import tables_from_purchases
 
 CUSTOMERS, ARTICLES, CUT = 40, 30, 150
@@ -149,10 +150,12 @@ def test_no_version_or_a_broken_file_is_a_clear_error(tmp_path: Path, owner) -> 
         read_version(tmp_path / "broken.graph", owner[0].base)
 
 
-def test_a_header_left_mid_write_keeps_the_version_held(owner) -> None:
+def test_a_header_left_mid_write_keeps_the_version_held(owner, monkeypatch: pytest.MonkeyPatch) -> None:
     graph, publisher, _, _ = owner
     reader = SharedGraph(publisher.directory)
     held = reader.view()
+    monkeypatch.setattr(progress, "shared_dir", lambda state_dir: publisher.directory)
+    reported = progress.read_progress("state")
     header = publisher.header
     lock = struct.unpack_from("<Q", header._map, 0)[0]
     struct.pack_into("<Q", header._map, 0, lock + 1)  # an owner killed while writing the header
@@ -161,6 +164,7 @@ def test_a_header_left_mid_write_keeps_the_version_held(owner) -> None:
         assert reader.view() is held or reader.view().sequence == held.sequence
         with pytest.raises(HeaderBusy):
             header.read(wait_s=0.01)
+        assert progress.read_progress("state") == reported  # /ingest/status: the last version read
     finally:
         struct.pack_into("<Q", header._map, 8, publisher.version)
         struct.pack_into("<Q", header._map, 0, lock + 2)
