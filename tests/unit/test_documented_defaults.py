@@ -147,7 +147,7 @@ def training_table() -> dict[str, tuple[str, str]]:
 
 def rendered(value: object, field: str) -> list[float | str]:
     if value is None:
-        return ["all"] if field == "max_train_cutoffs" else ["auto"]
+        return ["auto"]
     if isinstance(value, bool):
         return [str(value).lower()]
     if isinstance(value, tuple):

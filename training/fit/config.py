@@ -42,7 +42,7 @@ class TaskRecipe:
         fanouts: neighbours sampled per hop; also the number of GNN layers.
         aggregation: ``SAGEConv`` neighbour aggregation.
         epochs: most passes (of at most ``max_steps_per_epoch`` batches each).
-        max_train_cutoffs: most recent weekly training cutoffs used (``None``: all).
+        max_train_cutoffs: most recent weekly training cutoffs used (``0``: all).
         lr: peak learning rate (linear warm-up, then cosine decay over ``epochs``).
         hidden: width of the GNN, the heads and the purchase dot-product space.
         max_steps_per_epoch: most batches per epoch on tables of up to ``growth_rows`` rows.
@@ -69,7 +69,7 @@ class TaskRecipe:
     fanouts: tuple[int, ...] = SamplerConfig.fanouts
     aggregation: str = ModelConfig.aggregation
     epochs: int = 10
-    max_train_cutoffs: int | None = None
+    max_train_cutoffs: int = 0
     lr: float = 0.003
     hidden: int = ModelConfig.hidden
     max_steps_per_epoch: int = 120
@@ -242,8 +242,6 @@ class FitConfig:
         overrides = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         if "max_steps_per_epoch" in overrides:  # the user's number, as given
             overrides["max_growth"] = 1.0
-        if overrides.get("max_train_cutoffs") == 0:
-            overrides["max_train_cutoffs"] = None
         return dataclasses.replace(RECIPES[task], **overrides)
 
 
@@ -280,7 +278,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=d.seed,
                    help="seeds the initialisation, the shuffling and the neighbour sampling")
     p.add_argument("--max-train-cutoffs", type=int,
-                   help="most recent weekly training cutoffs to use, 0: all (default: all)")
+                   help="most recent weekly training cutoffs to use, 0: all (default: 0)")
     p.add_argument("--batch-size", type=int, default=d.batch_size,
                    help="seeds per training step (fewer on small data, see docs/training.md)")
     p.add_argument("--lr", type=float, help="peak learning rate (default: "

@@ -8,7 +8,7 @@ def split_cutoffs(
     max_day: int,
     window_days: int = 7,
     min_history_days: int = 7,
-    max_train_cutoffs: int | None = None,
+    max_train_cutoffs: int = 0,
     weeks_back: int = 0,
 ) -> dict[str, list[int]]:
     """Cutoff days per split, oldest first.
@@ -30,7 +30,7 @@ def split_cutoffs(
         max_day: last transaction day.
         window_days: label window length.
         min_history_days: days of data required up to and including a cutoff.
-        max_train_cutoffs: keep only this many most recent training cutoffs (``None``: all).
+        max_train_cutoffs: keep only this many most recent training cutoffs (``0``: all).
         weeks_back: windows to move the test week back from the last full one.
 
     Returns:
@@ -41,8 +41,8 @@ def split_cutoffs(
     """
     if window_days < 1 or min_history_days < 1:
         raise ValueError("window_days and min_history_days must be >= 1")
-    if max_train_cutoffs is not None and max_train_cutoffs < 1:
-        raise ValueError("max_train_cutoffs must be >= 1 or None")
+    if max_train_cutoffs < 0:
+        raise ValueError("max_train_cutoffs must be 0 (all) or more")
     if weeks_back < 0:
         raise ValueError("weeks_back must be >= 0")
     test = max_day - (1 + weeks_back) * window_days
@@ -56,6 +56,6 @@ def split_cutoffs(
             f"transactions span {max_day - min_day + 1} days; need at least {needed} "
             f"({min_history_days} of history, then train, val and test weeks of {window_days}{back})"
         )
-    if max_train_cutoffs is not None:
+    if max_train_cutoffs:
         train = train[-max_train_cutoffs:]
     return {"train": train, "val": [val], "test": [test]}

@@ -74,7 +74,7 @@ class Task:
         tx: Transactions,
         num_nodes: Mapping[str, int],
         min_history_days: int = 7,
-        max_train_cutoffs: int | None = None,
+        max_train_cutoffs: int = 0,
         weeks_back: int = 0,
     ) -> dict[str, list[TaskTable]]:
         """Tables for every cutoff of :func:`training.tasks.cutoffs.split_cutoffs`.
@@ -83,7 +83,7 @@ class Task:
             tx: all transactions (any order).
             num_nodes: number of entities per node type.
             min_history_days: days of data required up to and including a training cutoff.
-            max_train_cutoffs: keep only this many most recent training cutoffs (``None``: all).
+            max_train_cutoffs: keep only this many most recent training cutoffs (``0``: all).
             weeks_back: move the validation and test weeks this many weeks earlier.
 
         Returns:
