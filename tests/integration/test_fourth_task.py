@@ -95,7 +95,7 @@ def test_it_trains_and_evaluates_on_its_own_metrics_and_baselines(spec, toy_arti
             assert list(spec.metrics) == ["mae", "total_ratio"]
             assert list(metrics) == ["mae", "nmae", "total_ratio"]  # NMAE beside any MAE
             assert all(math.isfinite(v) for v in metrics.values())
-    test = task_splits(spec.name, toy_snapshot.transactions(), toy_snapshot, None)["test"]
+    test = task_splits(spec.name, toy_snapshot.transactions(), toy_snapshot)["test"]
     inference = TaskInference.from_bundle(toy_artifacts / spec.name, toy_snapshot, compile="none")
     metrics = with_nmae(evaluate_model(inference, test), doc["target_std"])
     assert metrics == pytest.approx(doc["test"]["model"], rel=1e-6, abs=1e-9)

@@ -36,7 +36,7 @@ def main(data: Path, out: Path) -> None:
         start = flat(model).clone()
         # uniform sampling with a seed per rank: the ranks' trees (and so their gradients) differ
         sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, "uniform"))
-        batches = TrainBatches(snapshot, task_splits(task, tx, snapshot, None)["train"], sampler,
+        batches = TrainBatches(snapshot, task_splits(task, tx, snapshot)["train"], sampler,
                                TASKS[task].entity_type, 64, 0, 4)
         Trainer(model, batches, LRSchedule(0.003, len(batches)), 1, progress=False).run_epoch(0)
         weights = flat(model)

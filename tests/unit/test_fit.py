@@ -93,7 +93,7 @@ def test_metrics_json_has_the_agreed_form(trained_artifacts: Path, task: str) ->
 def test_loaded_bundle_reproduces_its_recorded_test_metrics(trained_artifacts: Path, task: str) -> None:
     snapshot = GraphSnapshot.open(trained_artifacts / SNAPSHOT_DIR)
     doc = json.loads((trained_artifacts / task / METRICS_FILE).read_text())
-    test = task_splits(task, snapshot.transactions(), snapshot, None)["test"]
+    test = task_splits(task, snapshot.transactions(), snapshot)["test"]
     inference = TaskInference.from_bundle(trained_artifacts / task, snapshot, compile="none")
     metrics = evaluate_model(inference, test)
     if "target_std" in doc:  # sales: NMAE beside MAE
@@ -229,7 +229,7 @@ def test_the_step_budget_and_the_batch_adapt_to_the_table_size() -> None:
 def test_purchase_batches_bring_catalogue_negatives_with_their_sampling_correction(
         trained_artifacts: Path) -> None:
     snapshot = GraphSnapshot.open(trained_artifacts / SNAPSHOT_DIR)
-    table = task_splits("purchase", snapshot.transactions(), snapshot, None)["train"]
+    table = task_splits("purchase", snapshot.transactions(), snapshot)["train"]
     sampler = TemporalSampler(snapshot, SamplerConfig((4, 2), "last"))
     batches = TrainBatches(snapshot, table, sampler, "customer", 16, seed=0, negatives=6)
     positives = batches.draw_positives()
@@ -276,10 +276,10 @@ def test_the_plan_is_said_before_training_and_the_time_budget_stops_between_epoc
 def test_validation_keeps_a_fixed_random_subset_of_at_most_max_val_rows(trained_artifacts: Path) -> None:
     snapshot = GraphSnapshot.open(trained_artifacts / SNAPSHOT_DIR)
     tx = snapshot.transactions()
-    full = task_splits("churn", tx, snapshot, None)
-    capped = task_splits("churn", tx, snapshot, None, max_val_rows=50, seed=3)
+    full = task_splits("churn", tx, snapshot)
+    capped = task_splits("churn", tx, snapshot, max_val_rows=50, seed=3)
     assert len(full["val"]) > 50 and len(capped["val"]) == 50 and len(capped["test"]) == len(full["test"])
-    again = task_splits("churn", tx, snapshot, None, max_val_rows=50, seed=3)["val"]
+    again = task_splits("churn", tx, snapshot, max_val_rows=50, seed=3)["val"]
     assert np.array_equal(again.entity, capped["val"].entity)
     pairs = set(zip(full["val"].entity.tolist(), full["val"].label.tolist(), strict=True))
     assert set(zip(capped["val"].entity.tolist(), capped["val"].label.tolist(), strict=True)) <= pairs

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_each_rank_trains_its_own_part_of_every_one_process_batch(tiny_csv_dir: Path, tmp_path: Path) -> None:
     snapshot = prepare_snapshot(tiny_csv_dir, tmp_path, progress=False)
-    table = task_splits("churn", snapshot.transactions(), snapshot, None)["train"]
+    table = task_splits("churn", snapshot.transactions(), snapshot)["train"]
     sampler = TemporalSampler(snapshot, SamplerConfig((4,), "last"))
     order = torch.randperm(len(table), generator=torch.Generator().manual_seed(0))[:7 * 50 + 3]
 
@@ -96,7 +96,7 @@ def test_two_gloo_processes_train_one_model_and_rank0_alone_writes(tiny_csv_dir:
         training = json.loads((out / task / CONFIG_FILE).read_text())["training"]
         assert training["processes"] == 2 and training["steps_per_epoch"] == 3
         doc = json.loads((out / task / METRICS_FILE).read_text())
-        test = task_splits(task, snapshot.transactions(), snapshot, None)["test"]
+        test = task_splits(task, snapshot.transactions(), snapshot)["test"]
         inference = TaskInference.from_bundle(out / task, snapshot, compile="none")
         metrics = evaluate_model(inference, test)
         if "target_std" in doc:  # a task scored by MAE also records NMAE beside it

@@ -89,7 +89,7 @@ def test_the_shift_is_saved_and_older_weights_without_it_load_as_zero() -> None:
 
 def test_calibration_sets_the_chosen_shift_and_reports_its_metrics(trained_artifacts: Path) -> None:
     snapshot = GraphSnapshot.open(trained_artifacts / "snapshot")
-    table = task_splits("purchase", sort_by_day(snapshot.transactions()), snapshot, None)["val"]
+    table = task_splits("purchase", sort_by_day(snapshot.transactions()), snapshot)["val"]
     inference = TaskInference.from_bundle(trained_artifacts / "purchase", snapshot, compile="none")
     metrics, tried = calibrated_metrics(inference, table)
     assert set(tried) == set(SHIFTS)

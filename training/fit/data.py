@@ -110,7 +110,7 @@ def served_graph(state_dir: Path, artifacts: Path, ingest_log: str, work: Path) 
                        f"artifacts that server serves: {exc}") from None
 
 
-def task_splits(task: str, tx: Transactions, snapshot: GraphSnapshot, max_train_cutoffs: int,
+def task_splits(task: str, tx: Transactions, snapshot: GraphSnapshot, max_train_cutoffs: int = 0,
                 max_val_rows: int = 0, seed: int = 0, weeks_back: int = 0) -> dict[str, TaskTable]:
     """The ``train`` (all kept cutoffs in one table), ``val`` and ``test`` tables of ``task``.
 
