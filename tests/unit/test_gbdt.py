@@ -14,6 +14,7 @@ from training.tasks.cutoffs import split_cutoffs
 from training.tasks.day_windows import sort_by_day
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import WINDOWS, EntityColumns, history_features, history_names
+from training.tasks.gbdt_model import bind_inputs
 from training.tasks.metrics import compute_metrics
 
 LIGHTGBM = {task: BASELINES[task]["lightgbm"] for task in ("churn", "sales", "purchase")}
@@ -110,3 +111,14 @@ def test_capped_fitting_and_chunked_scoring_bound_memory_and_still_predict(small
     assert not np.array_equal(capped, whole)  # the cap took effect
     churn = TASKS["churn"].make_table(tx, num_nodes, cutoffs["test"][0])
     assert np.isfinite(LIGHTGBM["churn"](tx, churn, columns)).all()
+
+
+def test_the_run_seed_reaches_lightgbm_and_only_lightgbm(small) -> None:
+    tx, columns, num_nodes, cutoffs = small
+    table = TASKS["churn"].make_table(tx, num_nodes, cutoffs["val"][0])
+    baselines = BASELINES["churn"]
+    one, again = (bind_inputs(baselines["lightgbm"], columns, 1)(tx, table) for _ in range(2))
+    np.testing.assert_array_equal(one, again)  # a seed is a draw, fixed
+    assert not np.array_equal(one, bind_inputs(baselines["lightgbm"], columns, 0)(tx, table))
+    rule = next(fn for name, fn in baselines.items() if name != "lightgbm")
+    assert bind_inputs(rule, columns, 1) is rule  # the rules take neither columns nor a seed

@@ -119,7 +119,7 @@ class FitConfig:
             aggregation, negatives, average_half_life: override every task's recipe
             (``max_train_cutoffs=0``: every training cutoff).
         compile: ``none``, ``dynamic`` or ``buckets`` for the training step.
-        seed: seeds the model initialisation, shuffling and neighbour sampling.
+        seed: seeds the model initialisation, shuffling, neighbour sampling and the LightGBM baselines.
         batch_size: seeds per training step.
         train_strategy: sampler strategy in training; ``last`` is what serving samples.
         weight_decay: Adam weight decay.
@@ -276,7 +276,7 @@ def _build_parser() -> argparse.ArgumentParser:
                         f"(default: {TaskRecipe.patience})")
     p.add_argument("--compile", default=d.compile, choices=STRATEGIES, help="training-step compile strategy")
     p.add_argument("--seed", type=int, default=d.seed,
-                   help="seeds the initialisation, the shuffling and the neighbour sampling")
+                   help="seeds the initialisation, the shuffling, the neighbour sampling and LightGBM")
     p.add_argument("--max-train-cutoffs", type=int,
                    help="most recent weekly training cutoffs to use, 0: all (default: 0)")
     p.add_argument("--batch-size", type=int, default=d.batch_size,

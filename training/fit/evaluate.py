@@ -19,7 +19,7 @@ from models.store.tables import Transactions
 from training.tasks.baselines import BASELINES
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns
-from training.tasks.gbdt_model import bind_columns
+from training.tasks.gbdt_model import bind_inputs
 from training.tasks.metrics import compute_metrics
 from training.tasks.table import TaskTable
 
@@ -84,9 +84,10 @@ def evaluate_model(inference: TaskInference, table: TaskTable, batch_size: int =
 
 
 def baseline_predictions(task: str, tx: Transactions, table: TaskTable,
-                         columns: EntityColumns | None = None) -> dict[str, np.ndarray]:
-    """Each baseline's predictions for ``table`` (LightGBM also reads ``columns``)."""
-    return {name: bind_columns(baseline, columns)(tx, table) for name, baseline in BASELINES[task].items()}
+                         columns: EntityColumns | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    """Each baseline's predictions for ``table`` (LightGBM also reads ``columns`` and ``seed``)."""
+    return {name: bind_inputs(baseline, columns, seed)(tx, table)
+            for name, baseline in BASELINES[task].items()}
 
 
 def evaluate_baselines(task: str, tx: Transactions, table: TaskTable,

@@ -113,7 +113,7 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     inference = TaskInference(bundle, model, snapshot, compile="none", device=distributed.device())
     columns = EntityColumns.from_snapshot(snapshot)
     clock = time.perf_counter()
-    predicted = {split: baseline_predictions(task, tx, tables[split], columns)
+    predicted = {split: baseline_predictions(task, tx, tables[split], columns, config.seed)
                  for split in ("val", "test") if distributed.is_main()}
     baselines = {split: evaluate_baselines(task, tx, tables[split], predictions=predicted[split])
                  for split in predicted}

@@ -64,8 +64,9 @@ def _fit_cutoffs(past: Transactions, cutoff: int,
 
 
 def _train(task: str, x: np.ndarray, y: np.ndarray, x_val: np.ndarray, y_val: np.ndarray,
-           categorical: list[int], groups: tuple[np.ndarray, np.ndarray] | None = None) -> lgb.Booster:
-    params = PARAMS | OBJECTIVES[TASKS[task].task_type]
+           categorical: list[int], groups: tuple[np.ndarray, np.ndarray] | None = None,
+           seed: int = 0) -> lgb.Booster:
+    params = PARAMS | OBJECTIVES[TASKS[task].task_type] | {"seed": seed}
     train = lgb.Dataset(x, y, categorical_feature=categorical or "auto", free_raw_data=False,
                         group=None if groups is None else groups[0])
     valid = lgb.Dataset(x_val, y_val, reference=train, group=None if groups is None else groups[1])
@@ -81,7 +82,7 @@ def _num_nodes(past: Transactions, table: TaskTable, task: str) -> dict[str, int
 
 
 def _node_baseline(task: str, tx: Transactions, table: TaskTable, columns: EntityColumns | None,
-                   fallback: float) -> np.ndarray:
+                   fallback: float, seed: int) -> np.ndarray:
     """One regressor/classifier on entity features per seed time of ``table``."""
     tx, entity_type = sort_by_day(tx), TASKS[task].entity_type
     pred = np.full(len(table), fallback, dtype=np.float64)
@@ -96,38 +97,41 @@ def _node_baseline(task: str, tx: Transactions, table: TaskTable, columns: Entit
         def features(t: TaskTable, p: Transactions = past) -> np.ndarray:
             return entity_features(p, entity_type, t.entity, int(t.seed_time[0]), columns)
 
-        fit_tables = [TASKS[task].make_table(past, sizes, c).sample(MAX_FIT_ROWS) for c in plan[0]]
+        fit_tables = [TASKS[task].make_table(past, sizes, c).sample(MAX_FIT_ROWS, seed) for c in plan[0]]
         fit_tables = [t for t in fit_tables if len(t)]
-        val_table = TASKS[task].make_table(past, sizes, plan[1]).sample(MAX_FIT_ROWS)
+        val_table = TASKS[task].make_table(past, sizes, plan[1]).sample(MAX_FIT_ROWS, seed)
         if not fit_tables or not len(val_table):
             continue
         x = np.concatenate([features(t) for t in fit_tables])
         y = np.concatenate([t.label for t in fit_tables]).astype(np.float64)
         model = _train(task, x, y, features(val_table), val_table.label.astype(np.float64),
-                       categorical_positions(entity_type, columns))
+                       categorical_positions(entity_type, columns), seed=seed)
         pred[rows] = model.predict(entity_features(past, entity_type, entity, seed_time, columns),
                                    num_iteration=model.best_iteration)
     return pred
 
 
 def lightgbm_entity(tx: Transactions, table: TaskTable, columns: EntityColumns | None = None, *,
-                    task: str) -> np.ndarray:
+                    task: str, seed: int = 0) -> np.ndarray:
     """A probability (binary tasks) or value (regression, L1 loss) from LightGBM on the entity's
-    seed-time features, trained on ``task``'s labels; ``(n,)`` float64."""
-    return _node_baseline(task, tx, table, columns, fallback=FALLBACKS[TASKS[task].task_type])
+    seed-time features, trained on ``task``'s labels; ``(n,)`` float64. ``seed`` fixes LightGBM's
+    feature subsets and the training rows drawn."""
+    return _node_baseline(task, tx, table, columns, FALLBACKS[TASKS[task].task_type], seed)
 
 
-def _pair_set(past: Transactions, t: TaskTable, num_articles: int, columns: EntityColumns | None):
-    t = t.sample(MAX_FIT_CUSTOMERS)
+def _pair_set(past: Transactions, t: TaskTable, num_articles: int, columns: EntityColumns | None,
+              seed: int):
+    t = t.sample(MAX_FIT_CUSTOMERS, seed)
     cands = candidates(past, t.entity, int(t.seed_time[0]), num_articles, columns)
     labels = pair_labels(cands, t.entity, t.target_ptr, t.target_items, num_articles)
     return cands, labels
 
 
 def lightgbm_ranking(tx: Transactions, table: TaskTable, columns: EntityColumns | None = None,
-                     k: int = 12, *, task: str) -> np.ndarray:
+                     k: int = 12, *, task: str, seed: int = 0) -> np.ndarray:
     """Top-``k`` articles: own-history and popular candidates re-ranked by LightGBM, trained on
-    ``task``'s labels (customers and the articles they buy); ``(n, k)`` int64."""
+    ``task``'s labels (customers and the articles they buy); ``(n, k)`` int64. ``seed`` fixes
+    LightGBM's feature subsets and the training customers drawn."""
     tx = sort_by_day(tx)
     pred = np.full((len(table), k), -1, dtype=np.int64)
     for seed_time, rows in seed_groups(table.seed_time):
@@ -138,15 +142,15 @@ def lightgbm_ranking(tx: Transactions, table: TaskTable, columns: EntityColumns 
             continue
         sizes = _num_nodes(past, table.subset(rows), task)
         num_articles = sizes[ARTICLE]
-        fit_sets = [_pair_set(past, TASKS[task].make_table(past, sizes, c), num_articles, columns)
+        fit_sets = [_pair_set(past, TASKS[task].make_table(past, sizes, c), num_articles, columns, seed)
                     for c in plan[0]]
         val_cands, val_y = _pair_set(past, TASKS[task].make_table(past, sizes, plan[1]), num_articles,
-                                     columns)
+                                     columns, seed)
         x = np.concatenate([c.features for c, _ in fit_sets])
         y = np.concatenate([labels for _, labels in fit_sets])
         groups = (np.concatenate([np.unique(c.customer, return_counts=True)[1] for c, _ in fit_sets]),
                   np.unique(val_cands.customer, return_counts=True)[1])
-        model = _train(task, x, y, val_cands.features, val_y, pair_categorical(columns), groups)
+        model = _train(task, x, y, val_cands.features, val_y, pair_categorical(columns), groups, seed)
         del x, y, fit_sets, val_cands
         ranked = np.empty((len(customers), k), dtype=np.int64)
         for start in range(0, len(customers), PREDICT_CHUNK):
@@ -158,9 +162,12 @@ def lightgbm_ranking(tx: Transactions, table: TaskTable, columns: EntityColumns 
     return pred
 
 
-def bind_columns(baseline: Callable[..., np.ndarray],
-                 columns: EntityColumns | None) -> Callable[..., np.ndarray]:
-    """``baseline`` with the entity columns bound if it takes them (the LightGBM ones; the rule ones
-    do not)."""
-    takes = "columns" in inspect.signature(baseline).parameters
-    return partial(baseline, columns=columns) if takes and columns is not None else baseline
+def bind_inputs(baseline: Callable[..., np.ndarray], columns: EntityColumns | None,
+                seed: int = 0) -> Callable[..., np.ndarray]:
+    """``baseline`` with the entity columns and the seed bound where it takes them (the LightGBM
+    ones; the rule ones take neither)."""
+    takes = inspect.signature(baseline).parameters
+    bound = {"columns": columns} if "columns" in takes and columns is not None else {}
+    if "seed" in takes:
+        bound["seed"] = seed
+    return partial(baseline, **bound) if bound else baseline
