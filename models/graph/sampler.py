@@ -135,34 +135,87 @@ class TemporalSampler:
         for fanout in self.config.fanouts:
             parent = levels[-1]
             child_type = NEIGHBOUR_TYPE[parent.node_type]
-            csr = keyed_csr(graph, parent.node_type)  # the CSR to the child type
-            start, end = csr.row_bounds_before(parent.ids, seed_time.index_select(0, parent.batch))
-            if self.config.per_day:
-                kept = self._kept(parent.node_type, csr)
-                which, rank = self._select(kept.cumulative.index_select(0, start),
-                                           kept.cumulative.index_select(0, end), fanout, generator)
-                pos = kept.positions.index_select(0, rank)
-            else:
-                which, pos = self._select(start, end, fanout, generator)
-            local = torch.arange(count[child_type], count[child_type] + pos.numel())
-            count[child_type] += pos.numel()
-            ids, day = csr.col.index_select(0, pos).long(), csr.day.index_select(0, pos).long()
+            which, ids, day = self._children(graph, parent.node_type, parent.ids,
+                                             seed_time.index_select(0, parent.batch), fanout, generator)
+            local = torch.arange(count[child_type], count[child_type] + ids.numel())
+            count[child_type] += ids.numel()
             child = _Level(child_type, ids, day, parent.batch.index_select(0, which), local)
             parent_local = parent.local.index_select(0, which)
             edges[INCOMING[parent.node_type]].append(torch.stack([local, parent_local]))
             levels.append(child)
-        return SubgraphBatch(
-            seed_type=seed_type,
-            num_seeds=seeds.numel(),
-            node_ids={t: _gather(levels, t, "ids") for t in NODE_TYPES},
-            node_time={t: _gather(levels, t, "time") for t in NODE_TYPES},
-            batch={t: _gather(levels, t, "batch") for t in NODE_TYPES},
-            seed_time=seed_time,
-            edge_index={
-                e: torch.cat(parts, dim=1) if parts else torch.zeros(2, 0, dtype=torch.long)
-                for e, parts in edges.items()
-            },
-        )
+        return _batch(seed_type, seeds.numel(), levels, seed_time, edges)
+
+    def sample_shared(self, seed_type: str, seeds: Tensor, seed_time: int,
+                      graph: GraphSnapshot | None = None) -> SubgraphBatch:
+        """The trees of :meth:`sample` for seeds that all share one seed time, with every subtree
+        that several trees hold computed once: a model reads the same seed embeddings from it.
+
+        With one seed time, a node's subtree depends on its id alone ("last" is deterministic) and
+        its inputs on its id and the day of the edge it was reached through, so each hop keeps
+        one node per distinct ``(id, day)`` and samples the children of each distinct id once;
+        an edge joins every parent node to each child of its id, as often as in the disjoint
+        trees (a SAGE aggregate over them is the same). Only ``strategy="last"``.
+
+        Args:
+            seed_type: ``"customer"`` or ``"article"``.
+            seeds: ``(B,)`` int64 distinct dense indices of the seed nodes.
+            seed_time: the seed time (day) of every tree.
+            graph: the graph to sample (default: the sampler's snapshot).
+
+        Returns:
+            The batch: seeds are the first ``B`` nodes of ``seed_type``; ``batch`` is ``0`` for
+            every non-seed node (each is shared by several trees; all have ``seed_time``).
+        """
+        if self.config.strategy != "last":
+            raise ValueError("sample_shared needs strategy='last' (the same subtree in every tree)")
+        graph = self.snapshot if graph is None else graph
+        seeds, times = self._check_seeds(graph, seed_type, seeds, torch.full_like(seeds, int(seed_time)))
+        tree = torch.arange(seeds.numel())
+        levels = [_Level(seed_type, seeds, times, tree, tree)]
+        edges: dict[EdgeType, list[Tensor]] = {e: [] for e in EDGE_TYPES}
+        count = {t: 0 for t in NODE_TYPES}
+        count[seed_type] = seeds.numel()
+        for fanout in self.config.fanouts:
+            parent = levels[-1]
+            child_type = NEIGHBOUR_TYPE[parent.node_type]
+            distinct, of_parent = torch.unique(parent.ids, return_inverse=True)
+            which, ids, day = self._children(graph, parent.node_type, distinct,
+                                             torch.full_like(distinct, int(seed_time)), fanout, None)
+            # One node per distinct (id, day) among the children.
+            first_day = int(day.min()) if day.numel() else 0
+            days = int(day.max()) - first_day + 1 if day.numel() else 1
+            pairs, of_child = torch.unique(ids * days + (day - first_day), return_inverse=True)
+            local = torch.arange(count[child_type], count[child_type] + pairs.numel())
+            count[child_type] += pairs.numel()
+            # Every parent node gets the children of its id (``which`` is sorted by distinct id).
+            per_id = torch.bincount(which, minlength=distinct.numel())
+            first = per_id.cumsum(0) - per_id
+            repeats = per_id.index_select(0, of_parent)
+            parent_rows = torch.repeat_interleave(torch.arange(parent.ids.numel()), repeats)
+            offset = torch.arange(parent_rows.numel()) - torch.repeat_interleave(repeats.cumsum(0) - repeats,
+                                                                                  repeats)
+            child_rows = first.index_select(0, of_parent.index_select(0, parent_rows)) + offset
+            edges[INCOMING[parent.node_type]].append(
+                torch.stack([local.index_select(0, of_child.index_select(0, child_rows)),
+                             parent.local.index_select(0, parent_rows)]))
+            levels.append(_Level(child_type, pairs // days, pairs % days + first_day, torch.zeros_like(local),
+                                 local))
+        return _batch(seed_type, seeds.numel(), levels, times, edges)
+
+    def _children(self, graph: GraphSnapshot, node_type: str, ids: Tensor, before: Tensor, fanout: int,
+                  generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:
+        """Up to ``fanout`` neighbours of each node among its edges with ``day < before``:
+        ``(parent, ids, day)``, each ``(K,)`` int64, ``parent`` (sorted) indexing ``ids``' nodes."""
+        csr = keyed_csr(graph, node_type)  # the CSR to the child type
+        start, end = csr.row_bounds_before(ids, before)
+        if self.config.per_day:
+            kept = self._kept(node_type, csr)
+            which, rank = self._select(kept.cumulative.index_select(0, start),
+                                       kept.cumulative.index_select(0, end), fanout, generator)
+            pos = kept.positions.index_select(0, rank)
+        else:
+            which, pos = self._select(start, end, fanout, generator)
+        return which, csr.col.index_select(0, pos).long(), csr.day.index_select(0, pos).long()
 
     def max_sizes(self, seed_type: str, num_seeds: int) -> tuple[dict[str, int], dict[EdgeType, int]]:
         """Worst-case node and edge counts per type of a batch of ``num_seeds`` seeds (every fanout full)."""
@@ -195,6 +248,22 @@ class TemporalSampler:
         if seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= num):
             raise ValueError(f"{seed_type} seed index out of range [0, {num})")
         return seeds, seed_time
+
+
+def _batch(seed_type: str, num_seeds: int, levels: list[_Level], seed_time: Tensor,
+           edges: dict[EdgeType, list[Tensor]]) -> SubgraphBatch:
+    return SubgraphBatch(
+        seed_type=seed_type,
+        num_seeds=num_seeds,
+        node_ids={t: _gather(levels, t, "ids") for t in NODE_TYPES},
+        node_time={t: _gather(levels, t, "time") for t in NODE_TYPES},
+        batch={t: _gather(levels, t, "batch") for t in NODE_TYPES},
+        seed_time=seed_time,
+        edge_index={
+            e: torch.cat(parts, dim=1) if parts else torch.zeros(2, 0, dtype=torch.long)
+            for e, parts in edges.items()
+        },
+    )
 
 
 def uniform_subset(

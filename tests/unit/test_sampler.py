@@ -270,3 +270,33 @@ def test_rejects_bad_arguments(snapshot: GraphSnapshot) -> None:
         SamplerConfig(fanouts=(3, 0))
     with pytest.raises(ValueError, match="strategy"):
         SamplerConfig(strategy="random")  # type: ignore[arg-type]
+
+
+def _trees(batch: SubgraphBatch) -> list[tuple]:
+    """Each seed's tree as nested ``(id, day, sorted children)``, whatever the nodes are shared by."""
+    children: dict[tuple[str, int], list[tuple[str, int]]] = defaultdict(list)
+    for (src, _, dst), index in batch.edge_index.items():
+        for child, parent in index.t().tolist():
+            children[(dst, parent)].append((src, child))
+
+    def tree(node_type: str, local: int) -> tuple:
+        return (int(batch.node_ids[node_type][local]), int(batch.node_time[node_type][local]),
+                sorted(tree(*child) for child in children[(node_type, local)]))
+
+    return [tree(batch.seed_type, i) for i in range(batch.num_seeds)]
+
+
+@pytest.mark.parametrize("fanouts,per_day", [((3, 2), 0), ((4, 3, 2), 0), ((3, 2), 1)])
+@pytest.mark.parametrize("seed_type", [CUSTOMER, ARTICLE])
+def test_shared_trees_equal_the_disjoint_trees(snapshot: GraphSnapshot, fanouts: tuple[int, ...],
+                                               per_day: int, seed_type: str) -> None:
+    sampler = TemporalSampler(snapshot, SamplerConfig(fanouts=fanouts, per_day=per_day))
+    seeds = torch.arange(snapshot.num_nodes[seed_type])
+    for day in (snapshot.min_day + 3, snapshot.end_time - 5, snapshot.end_time):
+        disjoint = sampler.sample(seed_type, seeds, torch.full_like(seeds, day))
+        shared = sampler.sample_shared(seed_type, seeds, day)
+        assert _trees(shared) == _trees(disjoint)
+        assert sum(shared.num_nodes().values()) < sum(disjoint.num_nodes().values())  # shared: fewer
+        assert (shared.seed_time == day).all() and not shared.batch[seed_type][seeds.numel():].any()
+    with pytest.raises(ValueError, match="strategy='last'"):
+        TemporalSampler(snapshot, SamplerConfig(strategy="uniform")).sample_shared(seed_type, seeds, day)
