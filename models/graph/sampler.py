@@ -127,23 +127,14 @@ class TemporalSampler:
         """
         graph = self.snapshot if graph is None else graph
         seeds, seed_time = self._check_seeds(graph, seed_type, seeds, seed_time)
-        tree = torch.arange(seeds.numel())
-        levels = [_Level(seed_type, seeds, seed_time, tree, tree)]
-        edges: dict[EdgeType, list[Tensor]] = {e: [] for e in EDGE_TYPES}
-        count = {t: 0 for t in NODE_TYPES}
-        count[seed_type] = seeds.numel()
+        trees = _Trees(seed_type, seeds, seed_time)
         for fanout in self.config.fanouts:
-            parent = levels[-1]
-            child_type = NEIGHBOUR_TYPE[parent.node_type]
+            parent = trees.levels[-1]
             which, ids, day = self._children(graph, parent.node_type, parent.ids,
                                              seed_time.index_select(0, parent.batch), fanout, generator)
-            local = torch.arange(count[child_type], count[child_type] + ids.numel())
-            count[child_type] += ids.numel()
-            child = _Level(child_type, ids, day, parent.batch.index_select(0, which), local)
-            parent_local = parent.local.index_select(0, which)
-            edges[INCOMING[parent.node_type]].append(torch.stack([local, parent_local]))
-            levels.append(child)
-        return _batch(seed_type, seeds.numel(), levels, seed_time, edges)
+            local = trees.add_level(ids, day, parent.batch.index_select(0, which))
+            trees.add_edges(parent.node_type, local, parent.local.index_select(0, which))
+        return trees.batch()
 
     def sample_shared(self, seed_type: str, seeds: Tensor, seed_time: int,
                       graph: GraphSnapshot | None = None) -> SubgraphBatch:
@@ -170,14 +161,9 @@ class TemporalSampler:
             raise ValueError("sample_shared needs strategy='last' (the same subtree in every tree)")
         graph = self.snapshot if graph is None else graph
         seeds, times = self._check_seeds(graph, seed_type, seeds, torch.full_like(seeds, int(seed_time)))
-        tree = torch.arange(seeds.numel())
-        levels = [_Level(seed_type, seeds, times, tree, tree)]
-        edges: dict[EdgeType, list[Tensor]] = {e: [] for e in EDGE_TYPES}
-        count = {t: 0 for t in NODE_TYPES}
-        count[seed_type] = seeds.numel()
+        trees = _Trees(seed_type, seeds, times)
         for fanout in self.config.fanouts:
-            parent = levels[-1]
-            child_type = NEIGHBOUR_TYPE[parent.node_type]
+            parent = trees.levels[-1]
             distinct, of_parent = torch.unique(parent.ids, return_inverse=True)
             which, ids, day = self._children(graph, parent.node_type, distinct,
                                              torch.full_like(distinct, int(seed_time)), fanout, None)
@@ -185,8 +171,7 @@ class TemporalSampler:
             first_day = int(day.min()) if day.numel() else 0
             days = int(day.max()) - first_day + 1 if day.numel() else 1
             pairs, of_child = torch.unique(ids * days + (day - first_day), return_inverse=True)
-            local = torch.arange(count[child_type], count[child_type] + pairs.numel())
-            count[child_type] += pairs.numel()
+            local = trees.add_level(pairs // days, pairs % days + first_day, torch.zeros_like(pairs))
             # Every parent node gets the children of its id (``which`` is sorted by distinct id).
             per_id = torch.bincount(which, minlength=distinct.numel())
             first = per_id.cumsum(0) - per_id
@@ -195,12 +180,9 @@ class TemporalSampler:
             offset = torch.arange(parent_rows.numel()) - torch.repeat_interleave(repeats.cumsum(0) - repeats,
                                                                                   repeats)
             child_rows = first.index_select(0, of_parent.index_select(0, parent_rows)) + offset
-            edges[INCOMING[parent.node_type]].append(
-                torch.stack([local.index_select(0, of_child.index_select(0, child_rows)),
-                             parent.local.index_select(0, parent_rows)]))
-            levels.append(_Level(child_type, pairs // days, pairs % days + first_day, torch.zeros_like(local),
-                                 local))
-        return _batch(seed_type, seeds.numel(), levels, times, edges)
+            trees.add_edges(parent.node_type, local.index_select(0, of_child.index_select(0, child_rows)),
+                            parent.local.index_select(0, parent_rows))
+        return trees.batch()
 
     def _children(self, graph: GraphSnapshot, node_type: str, ids: Tensor, before: Tensor, fanout: int,
                   generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:
@@ -250,20 +232,42 @@ class TemporalSampler:
         return seeds, seed_time
 
 
-def _batch(seed_type: str, num_seeds: int, levels: list[_Level], seed_time: Tensor,
-           edges: dict[EdgeType, list[Tensor]]) -> SubgraphBatch:
-    return SubgraphBatch(
-        seed_type=seed_type,
-        num_seeds=num_seeds,
-        node_ids={t: _gather(levels, t, "ids") for t in NODE_TYPES},
-        node_time={t: _gather(levels, t, "time") for t in NODE_TYPES},
-        batch={t: _gather(levels, t, "batch") for t in NODE_TYPES},
-        seed_time=seed_time,
-        edge_index={
-            e: torch.cat(parts, dim=1) if parts else torch.zeros(2, 0, dtype=torch.long)
-            for e, parts in edges.items()
-        },
-    )
+class _Trees:
+    """The levels and edges sampled so far, grown one hop at a time."""
+
+    def __init__(self, seed_type: str, seeds: Tensor, seed_time: Tensor) -> None:
+        tree = torch.arange(seeds.numel())
+        self.seed_type, self.seed_time = seed_type, seed_time
+        self.levels = [_Level(seed_type, seeds, seed_time, tree, tree)]
+        self.edges: dict[EdgeType, list[Tensor]] = {e: [] for e in EDGE_TYPES}
+        self.count = {t: 0 for t in NODE_TYPES}
+        self.count[seed_type] = seeds.numel()
+
+    def add_level(self, ids: Tensor, day: Tensor, batch: Tensor) -> Tensor:
+        """Append the next hop's nodes (of the type next to the last level's); their local indices."""
+        child_type = NEIGHBOUR_TYPE[self.levels[-1].node_type]
+        local = torch.arange(self.count[child_type], self.count[child_type] + ids.numel())
+        self.count[child_type] += ids.numel()
+        self.levels.append(_Level(child_type, ids, day, batch, local))
+        return local
+
+    def add_edges(self, parent_type: str, child: Tensor, parent: Tensor) -> None:
+        """Edges from the ``child`` local indices to the ``parent`` ones (the child's message)."""
+        self.edges[INCOMING[parent_type]].append(torch.stack([child, parent]))
+
+    def batch(self) -> SubgraphBatch:
+        return SubgraphBatch(
+            seed_type=self.seed_type,
+            num_seeds=self.levels[0].ids.numel(),
+            node_ids={t: _gather(self.levels, t, "ids") for t in NODE_TYPES},
+            node_time={t: _gather(self.levels, t, "time") for t in NODE_TYPES},
+            batch={t: _gather(self.levels, t, "batch") for t in NODE_TYPES},
+            seed_time=self.seed_time,
+            edge_index={
+                e: torch.cat(parts, dim=1) if parts else torch.zeros(2, 0, dtype=torch.long)
+                for e, parts in self.edges.items()
+            },
+        )
 
 
 def uniform_subset(
