@@ -19,8 +19,12 @@ WAL = "wal"  # as models.store.log.WAL, which imports numpy: not here (see above
 CLOCKS = ("data", "wall")
 # The defaults of the settings the graph owner (serve.graph, serve.ingest.pacing) takes too.
 DEFAULT_POLL_S = 0.05
-DEFAULT_FOLLOW_SHARE = 1.0  # no pause: the lowest lag; measured throughput no worse (BENCHMARKS.md)
-DEFAULT_KEY_SHARE = 0.25  # the purchase keys: the follower's costliest work (BENCHMARKS.md)
+# The graph owner's duty cycle: every CPU-second it spends is taken from answers on a busy machine,
+# so it works at most 0.3 of its time, and the purchase keys (its costliest work) at most half of
+# that: on the 2-core demo benchmark, throughput while ingesting 0.885 of without instead of 0.709
+# (no pause), graph and keys lag p99 under 1 s (BENCHMARKS.md, "Ingestion under load").
+DEFAULT_FOLLOW_SHARE = 0.3
+DEFAULT_KEY_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -44,9 +48,10 @@ class IngestConfig:
             tomorrow, UTC, when that is later: seed-time features age on days without sales).
         compact_every_s: fold the log into a new snapshot version this often (``None``: never; use
             ``python -m training.compact``).
-        follow_share: largest share of its time the graph owner spends applying the log; batches
-            arriving meanwhile are applied together (:mod:`serve.ingest.pacing`). Lower: less taken
-            from answers, longer lag; ``1`` (the default): a step as soon as something is new.
+        follow_share: largest share of its time the graph owner works (applying the log,
+            publishing, and the key refreshes its steps run); batches arriving meanwhile are applied
+            together (:mod:`serve.ingest.pacing`). Lower: less taken from answers, longer lag; ``1``:
+            a step as soon as something is new.
         key_share: largest share of its time the graph owner spends recomputing the article keys
             of the whole catalogue (the rows themselves are served from the next step); lower: less
             taken from answers, staler keys.
@@ -124,9 +129,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="seed day of answers: the day after the latest transaction (data), or "
                             "tomorrow UTC when later (wall)")
     group.add_argument("--ingest-share", type=float, default=d.follow_share, metavar="F",
-                       help="largest share of its time the graph owner spends applying the log; batches "
-                            "arriving meanwhile are applied together (default %(default)g; 1: no pause; "
-                            "lower: less taken from answers, longer ingest-to-visible lag)")
+                       help="largest share of its time the graph owner works (applying the log, "
+                            "publishing, refreshing keys); batches arriving meanwhile are applied together "
+                            "(default %(default)g; 1: no pause; lower: less taken from answers, longer "
+                            "ingest-to-visible lag)")
     group.add_argument("--key-share", type=float, default=d.key_share, metavar="F",
                        help="largest share of its time the graph owner spends recomputing the "
                             "article keys after the graph changed (default %(default)g; 1: after every "
