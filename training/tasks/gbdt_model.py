@@ -40,7 +40,7 @@ MAX_FIT_ROWS = 100_000
 MAX_FIT_CUSTOMERS = 10_000
 PREDICT_CHUNK = 10_000
 PARAMS = {"learning_rate": 0.1, "num_leaves": 31, "max_bin": 63, "min_data_in_leaf": 20,
-          "feature_fraction": 0.9, "lambda_l2": 1.0, "num_threads": 1, "seed": 0, "deterministic": True,
+          "feature_fraction": 0.9, "lambda_l2": 1.0, "num_threads": 1, "deterministic": True,
           "force_row_wise": True,
           "verbose": -1}
 OBJECTIVES = {BINARY: {"objective": "binary", "metric": "auc"},  # per task type of models.registry
