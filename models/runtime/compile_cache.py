@@ -28,12 +28,17 @@ import torch
 from torch._inductor.runtime.cache_dir_utils import cache_dir
 
 from models.files import atomic_write
+from models.runtime.kernel_files import (
+    KERNEL_SUFFIXES,
+    is_complete,
+    is_complete_file,
+    kernel_files,
+)
 
 log = logging.getLogger(__name__)
 
 FORMAT = 1
 SEAL = b"relserve-compile-cache sha256 "
-_KERNEL_SUFFIXES = (".so", ".o")
 
 
 def cache_key(device: torch.device | str) -> dict[str, str]:
@@ -54,12 +59,6 @@ def cache_key(device: torch.device | str) -> dict[str, str]:
             "device": device.type, "arch": arch, "threads": str(torch.get_num_threads())}
 
 
-def _kernel_files(root: Path) -> set[Path]:
-    if not root.is_dir():
-        return set()
-    return {p.relative_to(root) for p in root.rglob("*") if p.is_file() and p.name.endswith(_KERNEL_SUFFIXES)}
-
-
 def _isa_checks(root: Path) -> set[Path]:
     """Inductor's CPU-ISA probe libraries (its first compile builds ~7 of them, seconds of g++)."""
     found = set()
@@ -76,7 +75,7 @@ def _loaded_kernels(root: Path) -> set[Path]:
     loaded = set()
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
-        if file and file.endswith(_KERNEL_SUFFIXES) and Path(file).resolve().is_relative_to(root):
+        if file and file.endswith(KERNEL_SUFFIXES) and Path(file).resolve().is_relative_to(root):
             loaded.add(Path(file).resolve().relative_to(root))
     return loaded
 
@@ -91,13 +90,14 @@ class CompileCacheRecorder:
 
     def __init__(self) -> None:
         self.root = Path(cache_dir()).resolve()
-        self.before = _kernel_files(self.root)
+        self.before = kernel_files(self.root)
 
     def save(self, path: str | Path, device: torch.device | str) -> bool:
         """Write the artifact to ``path``; ``False`` (and nothing written) if nothing was compiled."""
         mega = torch.compiler.save_cache_artifacts()
-        kernels = sorted((_kernel_files(self.root) - self.before) | _loaded_kernels(self.root)
-                         | _isa_checks(self.root))
+        # another process may be compiling a kernel right now: a short file is left out, not recorded
+        kernels = sorted(p for p in (kernel_files(self.root) - self.before) | _loaded_kernels(self.root)
+                         | _isa_checks(self.root) if is_complete_file(self.root / p))
         if mega is None and not kernels:
             log.info("compile cache: nothing compiled, no artifact written")
             return False
@@ -167,7 +167,10 @@ def _load(path: Path, device: torch.device | str) -> bool:
         log.warning("compile cache miss: %s names files outside the cache directory", path)
         return False
     for target, data in kernels.items():
-        if not target.exists():
+        if not is_complete(data[:64], len(data)):  # recorded by a version that did not check
+            log.warning("compile cache: %s holds a truncated kernel %s; it is compiled instead",
+                        path, target.name)
+        elif not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(target, data)
     if parts.get("mega") and torch.compiler.load_cache_artifacts(parts["mega"]) is None:

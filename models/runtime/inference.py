@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 from torch import Tensor
+from torch._inductor.runtime.cache_dir_utils import cache_dir
 
 from models.graph.buckets import BucketLadder
 from models.graph.features import gather_inputs
@@ -35,6 +36,7 @@ from models.registry import TASKS
 from models.runtime.bundle import BundleConfig, compile_cache_dirs, compile_cache_path, load_bundle
 from models.runtime.compile import CompileConfig, Predictor, compiled_graph_count
 from models.runtime.compile_cache import CompileCacheRecorder, load_compile_cache
+from models.runtime.kernel_files import repair_kernel_cache
 from models.runtime.serving_state import (
     Serving,
     ServingGraph,
@@ -177,6 +179,8 @@ class TaskInference(ServingGraph):
         """Load the compile cache, compile and run every bucket once, precompute article keys."""
         start = time.perf_counter()
         hit, saved, path = False, False, None
+        if self.compile_config.strategy != "none":
+            repair_kernel_cache(Path(cache_dir()).resolve())
         if self.compile_config.strategy != "none" and self.bundle_dir is not None:
             reads, write = compile_cache_dirs(self.bundle_dir, self.config, self.cache_dir)
             key = (self.device, self.compile_config.strategy, self.compile_config.mode, self.ladders)
