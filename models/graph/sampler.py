@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from models.graph.subgraph import SubgraphBatch
+from models.graph.trees import Trees
 from models.schema import EDGE_TYPES, INCOMING, NEIGHBOUR_TYPE, NODE_TYPES, EdgeType
 from models.store.csr import TemporalCSR
 from models.store.kept import KeptEdges
@@ -60,22 +61,6 @@ class SamplerConfig:
             raise ValueError(f"per_day must be 0 (no limit) or positive, got {self.per_day}")
         if self.strategy not in ("last", "uniform"):
             raise ValueError(f"strategy must be 'last' or 'uniform', got {self.strategy!r}")
-
-
-@dataclass(frozen=True)
-class _Level:
-    """The nodes one hop adds (all of one type), each ``(M,)`` int64."""
-
-    node_type: str
-    ids: Tensor
-    time: Tensor
-    batch: Tensor
-    local: Tensor  # index among all sampled nodes of node_type
-
-
-def _gather(levels: list[_Level], node_type: str, field: str) -> Tensor:
-    parts = [getattr(level, field) for level in levels if level.node_type == node_type]
-    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
 
 
 class TemporalSampler:
@@ -127,7 +112,7 @@ class TemporalSampler:
         """
         graph = self.snapshot if graph is None else graph
         seeds, seed_time = self._check_seeds(graph, seed_type, seeds, seed_time)
-        trees = _Trees(seed_type, seeds, seed_time)
+        trees = Trees(seed_type, seeds, seed_time)
         for fanout in self.config.fanouts:
             parent = trees.levels[-1]
             which, ids, day = self._children(graph, parent.node_type, parent.ids,
@@ -161,7 +146,7 @@ class TemporalSampler:
             raise ValueError("sample_shared needs strategy='last' (the same subtree in every tree)")
         graph = self.snapshot if graph is None else graph
         seeds, times = self._check_seeds(graph, seed_type, seeds, torch.full_like(seeds, int(seed_time)))
-        trees = _Trees(seed_type, seeds, times)
+        trees = Trees(seed_type, seeds, times)
         for fanout in self.config.fanouts:
             parent = trees.levels[-1]
             distinct, of_parent = torch.unique(parent.ids, return_inverse=True)
@@ -230,44 +215,6 @@ class TemporalSampler:
         if seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= num):
             raise ValueError(f"{seed_type} seed index out of range [0, {num})")
         return seeds, seed_time
-
-
-class _Trees:
-    """The levels and edges sampled so far, grown one hop at a time."""
-
-    def __init__(self, seed_type: str, seeds: Tensor, seed_time: Tensor) -> None:
-        tree = torch.arange(seeds.numel())
-        self.seed_type, self.seed_time = seed_type, seed_time
-        self.levels = [_Level(seed_type, seeds, seed_time, tree, tree)]
-        self.edges: dict[EdgeType, list[Tensor]] = {e: [] for e in EDGE_TYPES}
-        self.count = {t: 0 for t in NODE_TYPES}
-        self.count[seed_type] = seeds.numel()
-
-    def add_level(self, ids: Tensor, day: Tensor, batch: Tensor) -> Tensor:
-        """Append the next hop's nodes (of the type next to the last level's); their local indices."""
-        child_type = NEIGHBOUR_TYPE[self.levels[-1].node_type]
-        local = torch.arange(self.count[child_type], self.count[child_type] + ids.numel())
-        self.count[child_type] += ids.numel()
-        self.levels.append(_Level(child_type, ids, day, batch, local))
-        return local
-
-    def add_edges(self, parent_type: str, child: Tensor, parent: Tensor) -> None:
-        """Edges from the ``child`` local indices to the ``parent`` ones (the child's message)."""
-        self.edges[INCOMING[parent_type]].append(torch.stack([child, parent]))
-
-    def batch(self) -> SubgraphBatch:
-        return SubgraphBatch(
-            seed_type=self.seed_type,
-            num_seeds=self.levels[0].ids.numel(),
-            node_ids={t: _gather(self.levels, t, "ids") for t in NODE_TYPES},
-            node_time={t: _gather(self.levels, t, "time") for t in NODE_TYPES},
-            batch={t: _gather(self.levels, t, "batch") for t in NODE_TYPES},
-            seed_time=self.seed_time,
-            edge_index={
-                e: torch.cat(parts, dim=1) if parts else torch.zeros(2, 0, dtype=torch.long)
-                for e, parts in self.edges.items()
-            },
-        )
 
 
 def uniform_subset(
