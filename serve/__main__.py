@@ -104,10 +104,15 @@ def start(config: ServeConfig) -> int:
           f"{config.compile}, max batch {config.max_batch_size}{ingesting}); /health turns 200 once "
           "warmed up",
           file=sys.stderr, flush=True)
+    failed = None
     try:
         built.run()
     finally:
+        failed = drain.failed_start()  # a worker that could not start stopped the server
         drain.close()
+    if failed is not None:
+        print(f"{PROG}: error: {failed}", file=sys.stderr, flush=True)
+        return 1
     return drain.exit_code
 
 

@@ -17,6 +17,7 @@ starts. A list is answered with one item per id, an unknown id by an item with a
 # No ``from __future__ import annotations`` here: LitServe hands the *evaluated* annotations of
 # decode_request / encode_response to FastAPI as the route's body and response models.
 import gc
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from models.store.ids import id_text
 from models.store.snapshot import GraphSnapshot
 from serve.http.batching import BlockingBatchedLoop
 from serve.http.encode import json_list_response, json_response
+from serve.http.failed_starts import counted_start
 from serve.http.metrics import WorkerMetrics
 from serve.http.queries import Answer, ListQuery, Query, line_up, split_back
 from serve.http.schemas import DEFAULT_K, LIST_RESPONSES, MAX_K, REQUESTS, RESPONSES
@@ -91,6 +93,11 @@ class TaskAPI(ls.LitAPI):
         self.device = "cpu"
 
     def setup(self, device: str) -> None:
+        # A worker that fails to start again and again stops the server (serve.http.failed_starts).
+        with counted_start(f"{self.task} worker {os.environ.get('LITSERVE_WORKER_ID', '0')}"):
+            self._setup(device)
+
+    def _setup(self, device: str) -> None:
         # First, before any parallel work: a spawned worker starts with one thread per core, and
         # several workers per machine would oversubscribe it.
         torch.set_num_threads(self.settings.threads)

@@ -19,6 +19,7 @@ import litserve as ls
 
 from serve.http import litserve_compat as compat
 from serve.http.admission import AdmissionState
+from serve.http.failed_starts import failed_start_reason
 from serve.http.litserve_compat import WorkerSetupStatus
 from serve.processes import StopOrders, give_stop_orders
 
@@ -46,6 +47,11 @@ class Drain:
     def exit_code(self) -> int:
         """``130`` after SIGINT, ``0`` otherwise."""
         return 128 + signal.SIGINT if self.signal == signal.SIGINT else 0
+
+    def failed_start(self) -> str | None:
+        """Why a worker stopped the server (:mod:`serve.http.failed_starts`), or ``None``; read it
+        before :meth:`close`."""
+        return failed_start_reason(self.orders.flag.parent)
 
     def _on_signal(self, signum: int) -> None:
         if self.signal is not None:
