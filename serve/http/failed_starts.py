@@ -3,11 +3,11 @@
 LitServe restarts a dead inference worker for as long as the server runs (``restart_workers``), so
 a worker whose ``setup`` fails every time (its bundle removed or corrupted after start-up, a model
 that no longer fits in memory) was started again every few seconds, forever, while its task
-answered nothing and ``/health`` still said 200. Each start of a worker records its outcome in the
-main process's stop-orders directory (:mod:`serve.processes`); after :data:`MAX_FAILED_STARTS`
-failed starts in a row of one worker, the worker writes why and sends SIGTERM to the main process,
-which drains and stops as on any SIGTERM (:mod:`serve.http.drain`) and then exits with status 1
-and that line, so a supervisor (systemd, Kubernetes) sees a failed service, not a healthy one.
+answered nothing and ``/health`` stayed 503 with nothing saying why. Each start of a worker records
+its outcome in the main process's stop-orders directory (:mod:`serve.processes`); after
+:data:`MAX_FAILED_STARTS` failed starts in a row of one worker, the worker writes why and sends
+SIGTERM to the main process, which drains and stops as on any SIGTERM (:mod:`serve.http.drain`) and
+then exits with status 1 and that line, so a supervisor (systemd, Kubernetes) sees a failed service.
 """
 
 from __future__ import annotations
