@@ -16,6 +16,7 @@ import requests
 
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import ServerProcess
+from tests.built_once import built_once
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_BATCH = 8  # a short bucket ladder: the server compiles every bucket of every task at start-up
@@ -25,13 +26,15 @@ SERVER_ARGS = ("--max-batch-size", str(MAX_BATCH))
 @pytest.fixture(scope="session")
 def artifacts(tmp_path_factory: pytest.TempPathFactory, tiny_csv_dir: Path) -> Path:
     """Bundles of all three tasks plus the snapshot, from ``python -m training.fit`` (1 eager epoch)."""
-    out = tmp_path_factory.mktemp("artifacts")
-    command = [sys.executable, "-m", "training.fit", "--data", str(tiny_csv_dir), "--task", "all",
-               "--out", str(out), "--epochs", "1", "--compile", "none", "--serve-batch-size", str(MAX_BATCH),
-               "--quiet"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1200, cwd=REPO)
-    assert result.returncode == 0, f"training.fit failed:\n{result.stderr[-3000:]}"
-    return out
+
+    def train(out: Path) -> None:
+        command = [sys.executable, "-m", "training.fit", "--data", str(tiny_csv_dir), "--task", "all",
+                   "--out", str(out), "--epochs", "1", "--compile", "none",
+                   "--serve-batch-size", str(MAX_BATCH), "--quiet"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=1200, cwd=REPO)
+        assert result.returncode == 0, f"training.fit failed:\n{result.stderr[-3000:]}"
+
+    return built_once(tmp_path_factory, "artifacts", train)
 
 
 @pytest.fixture(scope="session")
