@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 """Version of the computed inputs. Bump it when a formula changes in a way the values that
 :func:`feature_definition` lists do not show; a changed value there is caught by itself."""
 
@@ -44,6 +44,8 @@ NUM_POPULARITY = len(PAIR_WINDOWS) + 2
 """Per article: log counts over :data:`PAIR_WINDOWS` and over the day before, log days since its last sale."""
 NUM_PAIR = 3 * len(PAIR_WINDOWS) + 11 + NUM_POPULARITY
 """Per (customer, past article) pair, see :func:`models.graph.history.customer_history`."""
+NUM_PAIR_VALUE = 3
+"""Per pair, what its lines were worth (:attr:`models.nn.inputs.PurchaseHistory.value`)."""
 
 
 def window_spend(features: Tensor) -> Tensor:
@@ -57,7 +59,7 @@ def feature_definition() -> dict[str, Any]:
 
     Returns:
         ``{"version", "temporal": {names, windows_days, active_weeks, recency_cap_days, log_scale},
-        "history": {slots, edges, pair_windows, num_popularity, num_pair}}``.
+        "history": {slots, edges, pair_windows, num_popularity, num_pair, num_pair_value}}``.
     """
     return {
         "version": FEATURE_VERSION,
@@ -65,7 +67,8 @@ def feature_definition() -> dict[str, Any]:
                      "active_weeks": list(ACTIVE_WEEKS), "recency_cap_days": RECENCY_CAP_DAYS,
                      "log_scale": LOG_SCALE},
         "history": {"slots": HISTORY_SLOTS, "edges": HISTORY_EDGES, "pair_windows": list(PAIR_WINDOWS),
-                    "num_popularity": NUM_POPULARITY, "num_pair": NUM_PAIR},
+                    "num_popularity": NUM_POPULARITY, "num_pair": NUM_PAIR,
+                    "num_pair_value": NUM_PAIR_VALUE},
     }
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from models.feature_definitions import HISTORY_EDGES, HISTORY_SLOTS, PAIR_WINDOWS
+from models.feature_definitions import HISTORY_EDGES, HISTORY_SLOTS, NUM_PAIR_VALUE, PAIR_WINDOWS
 from models.nn.inputs import PurchaseHistory
 from models.schema import ARTICLE, CUSTOMER
 from models.store.csr import TemporalCSR
-from models.store.keyed import keyed_csr
+from models.store.keyed import keyed_csr, prefix_sums
 from models.store.snapshot import GraphSnapshot
 
 
@@ -57,7 +57,8 @@ def segments(length: Tensor) -> tuple[Tensor, Tensor]:
 
 def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, article_codes: Tensor,
                      customer: Tensor, time: Tensor, slots: int = HISTORY_SLOTS,
-                     popularity: Tensor | None = None) -> PurchaseHistory:
+                     popularity: Tensor | None = None, spend: Tensor | None = None,
+                     mean_price: float = 1.0) -> PurchaseHistory:
     """The ``slots`` most recent distinct articles each customer bought before its seed time.
 
     Reads each customer's last :data:`HISTORY_EDGES` purchases before ``time``. Per (customer,
@@ -69,7 +70,9 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     and days since its last purchase; whether the slot is the most recent; ``log1p`` of the
     customer's purchases in each window; then the article's :func:`article_popularity`. Slots are
     ordered by the pair's latest purchase (a later row of the same day counts as later, as the
-    repeat baseline orders them).
+    repeat baseline orders them). Apart from those, what the pair's lines were worth
+    (:attr:`PurchaseHistory.value`, in units of ``mean_price``): ``log1p`` of their total, its share
+    of the customer's spend over the purchases read, and ``log1p`` of their mean.
 
     Args:
         customer_csr: the customer -> article adjacency.
@@ -80,6 +83,10 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
         slots: ``N``.
         popularity: ``(A, NUM_POPULARITY)`` every article's :func:`article_popularity` at the seed
             time, when all rows share one (the server's case): gathered instead of recomputed.
+        spend: ``(E + 1,)`` the customer CSR's cumulative edge prices (its
+            :class:`models.store.snapshot_prefix.EdgePrefix` ``spend``), or ``None``: every line
+            is worth ``mean_price``.
+        mean_price: the unit of the values.
     """
     num = customer.numel()
     start, end = customer_csr.row_bounds_before(customer, time)
@@ -97,6 +104,14 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     def reduce(values: Tensor, how: str) -> Tensor:
         return torch.zeros(size, dtype=values.dtype).scatter_reduce(0, group, values, how, include_self=False)
 
+    unit = max(float(mean_price), 1e-12)
+    if spend is None:
+        price = torch.ones(pos.shape, dtype=torch.float64)
+    else:  # each line's price: a difference of the float64 prefix sums
+        price = spend.index_select(0, pos + 1).double() - spend.index_select(0, pos).double()
+        price = (price / unit).clamp(min=0.0)
+    pair_spend = torch.zeros(size, dtype=torch.float64).index_add_(0, group, price)
+    customer_spend = torch.zeros(num, dtype=torch.float64).index_add_(0, row, price)
     ones = torch.ones_like(day)
     count, latest_pos = reduce(ones, "sum"), reduce(pos, "amax")
     last, first = reduce(day, "amax"), reduce(day, "amin")
@@ -132,22 +147,29 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     art = pair_article.index_select(0, keep)
     pop = article_popularity(article_csr, art, t) if popularity is None else popularity.index_select(0, art)
     features = torch.cat([torch.stack(columns, dim=-1), pop], dim=-1)
+    worth = pair_spend.index_select(0, keep)
+    share = worth / customer_spend.index_select(0, r).clamp(min=1e-12)
+    value = torch.stack([_log(worth), share.float(), _log(worth / c.double())], dim=-1)
 
     flat = r * slots + rank
     out_article = torch.zeros(num * slots, dtype=torch.long).index_copy_(0, flat, art)
     out_mask = torch.zeros(num * slots, dtype=torch.bool).index_fill_(0, flat, True)
     out_features = torch.zeros(num * slots, features.shape[1]).index_copy_(0, flat, features)
+    out_value = torch.zeros(num * slots, NUM_PAIR_VALUE).index_copy_(0, flat, value)
     codes = article_codes if hasattr(article_codes, "index_select") else torch.as_tensor(article_codes)
     codes = codes.index_select(0, out_article) * out_mask.unsqueeze(-1)
     return PurchaseHistory(out_article.view(num, slots), out_mask.view(num, slots),
-                           out_features.view(num, slots, -1), codes.view(num, slots, -1))
+                           out_features.view(num, slots, -1), codes.view(num, slots, -1),
+                           out_value.view(num, slots, -1))
 
 
 def snapshot_history(snapshot: GraphSnapshot, customer: Tensor, time: Tensor,
                      popularity: Tensor | None = None) -> PurchaseHistory:
     """:func:`customer_history` over ``snapshot``'s adjacency (``(B,)`` customers and seed times)."""
+    prefix, mean_price = prefix_sums(snapshot, CUSTOMER)
     return customer_history(keyed_csr(snapshot, CUSTOMER), keyed_csr(snapshot, ARTICLE),
-                            snapshot.categorical[ARTICLE], customer, time, popularity=popularity)
+                            snapshot.categorical[ARTICLE], customer, time, popularity=popularity,
+                            spend=prefix.spend, mean_price=mean_price)
 
 
 def snapshot_popularity(snapshot: GraphSnapshot, article: Tensor, time: Tensor) -> Tensor:

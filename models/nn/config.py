@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 AGGREGATIONS = ("mean", "sum", "max", "std")
-BEFORE_RECORDED = {"log_target": False}
+BEFORE_RECORDED = {"log_target": False, "pair_value": False}
 """Fields added after bundles were first written, with the value those bundles were trained with."""
 
 
@@ -35,6 +35,8 @@ class ModelConfig:
             seeds and hop-1 nodes before it); exact, and saves most of the dense work.
         log_target: the sales head learns and serves in ``log1p`` space (see
             :class:`models.nn.heads.SalesHead`); ``False`` for bundles written before it existed.
+        pair_value: the purchase repeat score also reads what the pair's lines were worth (see
+            :class:`models.nn.heads.PurchaseHead`); ``False`` for bundles written before it existed.
     """
 
     hidden: int = 64
@@ -47,6 +49,7 @@ class ModelConfig:
     embedding_dim: int = hidden
     trim: bool = True
     log_target: bool = True
+    pair_value: bool = True
 
     def __post_init__(self) -> None:
         if self.hidden <= 0 or self.num_layers <= 0 or self.embedding_dim <= 0:

@@ -12,7 +12,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from models.feature_definitions import NUM_PAIR, NUM_POPULARITY, NUM_TEMPORAL, WINDOWS_DAYS, window_spend
+from models.feature_definitions import (
+    NUM_PAIR,
+    NUM_PAIR_VALUE,
+    NUM_POPULARITY,
+    NUM_TEMPORAL,
+    WINDOWS_DAYS,
+    window_spend,
+)
 from models.nn.config import ModelConfig
 from models.nn.inputs import PurchaseExtras, PurchaseHistory, TableSpec
 from models.nn.ranking import RankParts
@@ -169,12 +176,16 @@ class PurchaseHead(nn.Module):
         embedding_dim: width ``D`` of the dot-product space.
         article_cardinalities: the article table's categorical columns (a
             :class:`models.nn.inputs.TableSpec`'s ``cardinalities``).
+        pair_value: the repeat MLP also reads what the pair's lines were worth
+            (:attr:`models.nn.inputs.PurchaseHistory.value`); ``False`` for bundles written before.
     """
 
     seed_types = (CUSTOMER, ARTICLE)
 
-    def __init__(self, hidden: int, embedding_dim: int, article_cardinalities: tuple[int, ...] = ()) -> None:
+    def __init__(self, hidden: int, embedding_dim: int, article_cardinalities: tuple[int, ...] = (),
+                 pair_value: bool = True) -> None:
         super().__init__()
+        self.pair_value = pair_value
         self.customer = nn.Linear(hidden, embedding_dim)
         self.article = nn.Linear(hidden, embedding_dim + 1)
         # History articles' attributes (codes) matched against the query: the repeat score's taste part.
@@ -184,14 +195,15 @@ class PurchaseHead(nn.Module):
         self.attributes = nn.Embedding(max(sum(sizes), 1), embedding_dim)
         nn.init.normal_(self.attributes.weight, std=1.0 / math.sqrt(max(len(sizes), 1) * embedding_dim))
         self.popularity = nn.Sequential(nn.Linear(NUM_POPULARITY, 16), nn.ReLU(), nn.Linear(16, 1))
-        self.repeat = nn.Sequential(nn.Linear(NUM_PAIR + embedding_dim, hidden), nn.ReLU(),
+        pair_width = NUM_PAIR + (NUM_PAIR_VALUE if pair_value else 0)
+        self.repeat = nn.Sequential(nn.Linear(pair_width + embedding_dim, hidden), nn.ReLU(),
                                     nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
         self.register_buffer("repeat_shift", torch.zeros(()))
 
     @classmethod
     def from_config(cls, config: ModelConfig, specs: dict[str, TableSpec]) -> PurchaseHead:
         """The head of a model of shape ``config`` over a graph of ``specs`` (the articles' codes)."""
-        return cls(config.hidden, config.embedding_dim, specs[ARTICLE].cardinalities)
+        return cls(config.hidden, config.embedding_dim, specs[ARTICLE].cardinalities, config.pair_value)
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
         # bundles written before the shift existed rank as they always did
@@ -217,7 +229,8 @@ class PurchaseHead(nn.Module):
         """``(B, D+1)`` queries and ``(B, N)`` histories -> ``(B, N)`` scores of the past articles."""
         q = query[:, :-1].unsqueeze(1).expand(-1, history.features.shape[1], -1)
         taste = (self.attributes(history.codes + self.code_offsets).sum(dim=2) * q).sum(dim=-1)
-        return self.repeat(torch.cat([history.features, q], dim=-1)).squeeze(-1) + taste
+        pair = [history.features, history.value] if self.pair_value else [history.features]
+        return self.repeat(torch.cat([*pair, q], dim=-1)).squeeze(-1) + taste
 
     def scores(self, query: Tensor, keys: Tensor, history: PurchaseHistory | None = None) -> Tensor:
         """``(B, A)`` scores: dot products, with the repeat score (plus ``repeat_shift``) at each
@@ -240,7 +253,8 @@ class PurchaseHead(nn.Module):
             taste = (F.embedding_bag(codes, self.attributes.weight, mode="sum") * q).sum(dim=-1)
         else:  # articles without categorical columns (a dataset spec may give none): no taste part
             taste = q.new_zeros(q.shape[0])
-        return self.repeat(torch.cat([history.features[rows, slots], q], dim=-1)).squeeze(-1) + taste
+        pair = [history.features[rows, slots]] + ([history.value[rows, slots]] if self.pair_value else [])
+        return self.repeat(torch.cat([*pair, q], dim=-1)).squeeze(-1) + taste
 
     def rank_parts(self, query: Tensor, keys: Tensor, k: int, history: PurchaseHistory) -> RankParts:
         """What :meth:`rank` merges, kept apart so any ``repeat_shift`` can be tried without

@@ -75,12 +75,15 @@ class PurchaseHistory(NamedTuple):
         mask: ``(B, N)`` bool, the slot holds a real past article.
         features: ``(B, N, NUM_PAIR)`` float32 pair features (zero in empty slots).
         codes: ``(B, N, C)`` int64 the slot article's categorical codes (its attributes).
+        value: ``(B, N, NUM_PAIR_VALUE)`` float32 what the pair's lines were worth (zero in empty
+            slots; see :func:`models.graph.history.customer_history`).
     """
 
     article: Tensor
     mask: Tensor
     features: Tensor
     codes: Tensor
+    value: Tensor
 
 
 class PurchaseExtras(NamedTuple):

@@ -14,7 +14,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from models.feature_definitions import HISTORY_SLOTS, NUM_PAIR, NUM_POPULARITY
+from models.feature_definitions import HISTORY_SLOTS, NUM_PAIR, NUM_PAIR_VALUE, NUM_POPULARITY
 from models.graph.buckets import BucketLadder, MaxSizes
 from models.graph.sampler import max_tree_sizes
 from models.graph.subgraph import SubgraphBatch
@@ -170,4 +170,6 @@ def random_purchase_extras(tables: RandomTables, num_seeds: int, seed: int = 0) 
     codes = tables.categorical[ARTICLE][article] * mask.unsqueeze(-1)
     bought = (torch.rand(num_seeds, slots, generator=gen) < 0.2) & mask
     bought[:, 0] |= own
-    return PurchaseExtras(positive, popularity, PurchaseHistory(article, mask, features, codes), bought)
+    value = torch.rand(num_seeds, slots, NUM_PAIR_VALUE, generator=gen) * mask.unsqueeze(-1)
+    history = PurchaseHistory(article, mask, features, codes, value)
+    return PurchaseExtras(positive, popularity, history, bought)

@@ -64,6 +64,8 @@ class TaskRecipe:
         average_half_life: half-life in epochs of the moving average of the weights that each
             epoch is validated and kept with (:mod:`training.fit.averaging`; ``0``: the last
             step's weights).
+        pair_value: purchase: the repeat score also reads what the pair's lines were worth (see
+            :class:`models.nn.heads.PurchaseHead`; docs/decisions.md, "What the pair's lines were worth").
     """
 
     fanouts: tuple[int, ...] = SamplerConfig.fanouts
@@ -81,6 +83,7 @@ class TaskRecipe:
     log_target: bool = ModelConfig.log_target
     negatives: float = 0.25
     average_half_life: float = 0.0
+    pair_value: bool = ModelConfig.pair_value
 
     def batch_size(self, rows: int, largest: int) -> int:
         """Rows per step for a table of ``rows`` rows: ``largest``, or smaller on small data (see
@@ -96,7 +99,7 @@ class TaskRecipe:
     def model_config(self) -> ModelConfig:
         return ModelConfig(hidden=self.hidden, head_hidden=self.hidden, embedding_dim=self.hidden,
                            num_layers=len(self.fanouts), aggregation=self.aggregation,
-                           log_target=self.log_target)
+                           log_target=self.log_target, pair_value=self.pair_value)
 
 
 RECIPES: Mapping[str, TaskRecipe] = derived(lambda spec: TaskRecipe(**spec.recipe))
@@ -164,6 +167,7 @@ class FitConfig:
     aggregation: str | None = None
     negatives: float | None = None
     average_half_life: float | None = None
+    pair_value: bool | None = None
     compile: str = "none"
     seed: int = 0
     batch_size: int = 256
@@ -238,7 +242,7 @@ class FitConfig:
     def recipe(self, task: str) -> TaskRecipe:
         """The task's recipe with this config's overrides applied."""
         names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden", "max_steps_per_epoch", "patience",
-                 "per_day", "aggregation", "negatives", "average_half_life")
+                 "per_day", "aggregation", "negatives", "average_half_life", "pair_value")
         overrides = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         if "max_steps_per_epoch" in overrides:  # the user's number, as given
             overrides["max_growth"] = 1.0
@@ -302,6 +306,9 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="validate and keep a moving average of the weights with this half-life in epochs, "
                         "0: the last step's weights (default: "
                         + ", ".join(f"{task} {r.average_half_life:g}" for task, r in RECIPES.items()) + ")")
+    p.add_argument("--pair-value", action=argparse.BooleanOptionalAction,
+                   help="purchase: the repeat score also reads what the customer's lines of each past "
+                        f"article were worth (default: {str(TaskRecipe.pair_value).lower()})")
     p.add_argument("--serve-batch-size", type=int, default=d.serve_batch_size,
                    help="largest serving batch the bundle's bucket ladder holds")
     add_threads_option(p, "torch's default, every core of the machine")
@@ -338,6 +345,7 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
             aggregation=args.aggregation, negatives=args.negatives, compile=args.compile,
             seed=args.seed, batch_size=args.batch_size, train_strategy=args.train_strategy,
             weight_decay=args.weight_decay, average_half_life=args.average_half_life,
+            pair_value=args.pair_value,
             serve_batch_size=args.serve_batch_size, threads=args.threads,
             time_budget=args.time_budget, eval_batch_size=args.eval_batch_size,
             max_val_rows=args.max_val_rows, test_weeks_back=args.test_weeks_back,
