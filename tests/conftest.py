@@ -22,6 +22,13 @@ import pytest
 from tests.built_once import built_once
 from training.synth.cli import SynthConfig, generate
 
+# OpenMP threads that wait for work sleep instead of spinning, in the test process and in every process
+# it starts (servers, training, compiles; set before any of them imports torch). The suite's processes
+# share 2 cores: a torch op's threads spinning at a barrier burn the core another process needed. On a
+# busy 2-core machine test_real_slice_fit took 100-190 s spinning and 17-24 s waiting passively (10 s
+# on the idle machine). Nothing computed changes; a value set outside the tests is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 def _xdist_controller(config: pytest.Config) -> bool:
     """Whether this process hands the tests out to pytest-xdist workers of ``--dist loadgroup``."""
