@@ -101,12 +101,18 @@ def release_children() -> None:
             orders.release()
 
 
-def _released() -> bool:
+def stop_orders() -> tuple[int, Path] | None:
+    """In a child: the main process's pid and its release flag, or ``None`` outside a server."""
     orders = os.environ.get(STOP_ORDERS_ENV)
     if not orders:
-        return True
+        return None
     pid, flag = orders.split(":", 1)
-    return os.path.exists(flag) or not alive(int(pid))
+    return int(pid), Path(flag)
+
+
+def _released() -> bool:
+    orders = stop_orders()
+    return orders is None or orders[1].exists() or not alive(orders[0])
 
 
 def _child_handler(signum: int, frame: FrameType | None) -> None:

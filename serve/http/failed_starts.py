@@ -19,19 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from models.files import atomic_write
-from serve.processes import STOP_ORDERS_ENV
+from serve.processes import stop_orders
 
 MAX_FAILED_STARTS = 3
 REASON_FILE = "failed-start"
-
-
-def _orders() -> tuple[int, Path] | None:
-    """The main process's pid and stop-orders directory, or ``None`` outside a server."""
-    orders = os.environ.get(STOP_ORDERS_ENV)
-    if not orders:
-        return None
-    pid, flag = orders.split(":", 1)
-    return int(pid), Path(flag).parent
 
 
 @contextlib.contextmanager
@@ -41,11 +32,11 @@ def counted_start(worker: str) -> Iterator[None]:
     Args:
         worker: names the worker across its restarts, e.g. ``"churn worker 0"``.
     """
-    orders = _orders()
+    orders = stop_orders()
     if orders is None:
         yield
         return
-    main_pid, directory = orders
+    main_pid, directory = orders[0], orders[1].parent
     count_file = directory / f"failed-starts-{worker.replace(' ', '-')}"
     try:
         yield
