@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from multiprocessing import resource_tracker
@@ -148,6 +149,17 @@ def name_process(name: str) -> None:
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+
+
+def set_thread_niceness(nice: int) -> bool:
+    """Give the calling thread (and the threads it starts from now on) the niceness ``nice``; whether
+    it could (a lower one than the process's needs ``CAP_SYS_NICE``: root, or Docker's
+    ``--cap-add SYS_NICE``). Linux sets a niceness per thread."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except OSError:
+        return False
+    return True
 
 
 def defer_to_main() -> None:

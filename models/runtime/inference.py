@@ -154,6 +154,8 @@ class TaskInference(ServingGraph):
         self.cache_dir = cache_dir
         self.article_keys: Tensor | None = None  # the last keys refreshed
         self.popularity: dict[tuple, Tensor] = {}  # per graph version, every article's recent sales
+        # The article keys' forward when compiled for them (models.runtime.key_compile), else the model.
+        self.key_forward: Callable[[ModelInputs], Tensor] | None = None
         self._graphs_after_warmup: int | None = None
 
     @classmethod

@@ -64,7 +64,7 @@ def graph_version(graph: Any) -> tuple[Any, int, int]:
 class ServingGraph:
     """The graph and article-key methods of :class:`models.runtime.inference.TaskInference` (which
     sets ``_serving``, ``task``, ``spec``, ``bundle_dir``, ``model``, ``sampler``, ``device``,
-    ``popularity``, ``article_keys``)."""
+    ``popularity``, ``article_keys``, ``key_forward``)."""
 
     _serving: Serving
 
@@ -143,11 +143,13 @@ class ServingGraph:
 
     @torch.inference_mode()
     def compute_article_keys(self, seed_time: int, graph: Any = None) -> Tensor:
-        """``(A, D + 1)`` purchase keys of every article at ``seed_time``, computed eagerly in chunks,
-        their bias including the popularity prior (:meth:`models.nn.heads.PurchaseHead.with_prior`).
+        """``(A, D + 1)`` purchase keys of every article at ``seed_time``, computed in chunks (eagerly,
+        or by ``key_forward`` once :mod:`models.runtime.key_compile` compiled it), their bias including
+        the popularity prior (:meth:`models.nn.heads.PurchaseHead.with_prior`).
 
         ``graph``: the graph (version) to read (default: the current one)."""
         self.model.eval()
+        forward = self.key_forward or self.model
         graph = self.current() if graph is None else graph
         keys = []
         num = graph.num_nodes[ARTICLE]
@@ -161,5 +163,5 @@ class ServingGraph:
             sampled = self.sampler.sample_shared(ARTICLE, seeds, seed_time, graph=graph)
             inputs = gather_inputs(graph, sampled).to(self.device)
             prior = popularity[seeds].to(self.device)
-            keys.append(self.model.head.with_prior(self.model(inputs), prior))
+            keys.append(self.model.head.with_prior(forward(inputs), prior))
         return torch.cat(keys)

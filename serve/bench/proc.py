@@ -38,6 +38,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_cpu_seconds() -> tuple[float, float]:
+    """``(busy, idle)`` CPU seconds of the whole machine since boot, all cores (``/proc/stat``; idle
+    includes I/O wait): what no process listing shows, such as kernel threads and other jobs."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK"), idle / os.sysconf("SC_CLK_TCK")
+
+
 def command_line(pid: int) -> bytes:
     """The raw ``argv``, NUL-separated."""
     return Path(f"/proc/{pid}/cmdline").read_bytes()

@@ -31,12 +31,16 @@ from serve.graph.owner_keys import KeyMaker, RankingTask
 from serve.ingest.config import IngestConfig
 from serve.ingest.metrics import FollowerMetrics
 from serve.ingest.pacing import Pacer
-from serve.processes import OWNER_NAME, defer_to_main, name_process
+from serve.processes import OWNER_NAME, defer_to_main, name_process, set_thread_niceness
 
 log = logging.getLogger("relserve.graph")
 
 RETRY_S = 1.0  # after a log error (e.g. the broker is unreachable)
 OWNER = "graph"  # the ``task`` label of the owner's metrics
+# Its work is paced (serve.ingest.pacing), so a higher priority does not give it more of the cores;
+# it only lets a due step start and finish without queueing behind the workers, which is the graph
+# lag under load.
+OWNER_NICENESS = -5
 
 
 class GraphOwner:
@@ -123,6 +127,9 @@ def serve_graph(config: IngestConfig, artifacts: str, parent_pid: int, ranking: 
     defer_to_main()  # SIGINT/SIGTERM to the whole group: the main process says when to stop
     name_process(OWNER_NAME)
     logging.basicConfig(level=logging.INFO, format="relserve graph owner: %(levelname)s: %(message)s")
+    if not set_thread_niceness(OWNER_NICENESS):
+        log.info("running at the workers' priority (a niceness of %d needs CAP_SYS_NICE): batches and "
+                 "keys wait longer for a core under load", OWNER_NICENESS)
     torch.set_num_threads(threads)  # as many as a worker: the key refresh is one catalogue-wide forward
     owner = GraphOwner(config, Path(artifacts), ranking)
     try:
@@ -130,3 +137,8 @@ def serve_graph(config: IngestConfig, artifacts: str, parent_pid: int, ranking: 
         owner.run(lambda: os.getppid() == parent_pid)
     finally:
         owner.close()
+        if owner.keys.compiling():
+            # Interpreter shutdown with a thread inside the compiler's C++ aborts the process
+            # ("terminate called without an active exception"): leave without it.
+            logging.shutdown()
+            os._exit(0)

@@ -7,6 +7,10 @@ the start-up version, then every hot swap), eagerly, and publishes them as a num
 (:func:`models.store.shared_header.keys_file`); the workers adopt them
 (:mod:`serve.graph.keys`). One computation per machine, whatever ``--workers-per-task``.
 
+Once batches stream in, the keys' forward of a task served with ``--compile`` other than ``none`` is
+compiled in the background (:class:`models.runtime.key_compile.KeyCompiler`; refreshes go on eagerly
+meanwhile), which about halves a refresh's CPU; a server that never ingests never pays for it.
+
 Refreshes are paced by ``--key-share`` (:class:`serve.ingest.pacing.Pacer`): after a refresh that took
 ``c`` seconds the next waits ``c * (1 - share) / share``; a graph version the keys do not cover yet
 is keyed at the next due refresh, together with every batch applied meanwhile.
@@ -23,6 +27,7 @@ from typing import Any
 import torch
 
 from models.runtime.inference import TaskInference
+from models.runtime.key_compile import KeyCompiler
 from models.store.live import LiveGraph
 from models.store.shared_codec import dump
 from models.store.shared_header import keys_file
@@ -44,11 +49,14 @@ class RankingTask:
         task: its name.
         bundle_dir: the bundle its workers start with.
         models: how its workers follow model versions (``None``: the start-up bundle, fixed).
+        compile: compile the keys' forward once batches stream in (the server's ``--compile`` is not
+            ``none``).
     """
 
     task: str
     bundle_dir: str
     models: SwapSettings | None = None
+    compile: bool = False
 
 
 class KeyMaker:
@@ -68,6 +76,7 @@ class KeyMaker:
         self.pacer = Pacer(key_share, poll_s)
         self.metrics = {t.task: FollowerMetrics(t.task) for t in tasks}
         self.models: dict[str, tuple[int, TaskInference]] = {}  # per task: model version, model
+        self.compilers: dict[str, KeyCompiler] = {}  # per task, the compile of its model's key forward
         self.load = lambda bundle, graph: TaskInference.from_bundle(bundle, graph, compile="none")
         self._due = 0.0
         self._covered: tuple[Any, ...] | None = None
@@ -87,6 +96,8 @@ class KeyMaker:
             self._stale_since = time.time()
         if time.monotonic() < self._due:
             return False
+        if self._covered is not None and view.sequence != self._covered[1]:
+            self._compile_models(view)
         started = time.perf_counter()
         number = self.publisher.keys[0] + 1
         for task in self.tasks:
@@ -108,6 +119,18 @@ class KeyMaker:
         dump({"task": task, "model_version": version, "bundle": str(Path(inference.bundle_dir).resolve()),
               "keys": keys, "popularity": popularity, "sequence": view.sequence, "seed_day": view.end_time,
               "base_dir": str(Path(view.base.directory).resolve())}, path)
+
+    def compiling(self) -> bool:
+        """Whether a key forward is being compiled now (a thread inside the compiler)."""
+        return any(not c.done.is_set() for c in self.compilers.values())
+
+    def _compile_models(self, view: Any) -> None:
+        """Start compiling the key forward of each task that asks for it and lacks one for its model."""
+        for task in self.tasks:
+            inference = self.models[task.task][1]
+            held = self.compilers.get(task.task)
+            if task.compile and (held is None or held.inference is not inference):
+                self.compilers[task.task] = KeyCompiler(inference, view).start()
 
     def _follow_models(self, graph: LiveGraph) -> bool:
         """Load the model version each task's workers are ordered to serve; whether one changed."""

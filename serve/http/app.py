@@ -134,7 +134,7 @@ def build_server(config: ServeConfig, bundles: list[TaskBundle], accelerator: st
         collectors.append(ingestion.gauges(service, [b.task for b in bundles], keyed))
         artifacts = bundles[0].snapshot_dir.parent
         background = ingestion.BackgroundProcess(config.ingest, artifacts)
-        ranking = [RankingTask(b.task, str(b.bundle_dir), versions[b.task])
+        ranking = [RankingTask(b.task, str(b.bundle_dir), versions[b.task], config.compile != "none")
                    for b in bundles if b.task in keyed]
         owner = GraphOwnerProcess(config.ingest, artifacts, admission.graph_down, ranking, threads)
     if config.ingest is not None or credentials.read is not None:

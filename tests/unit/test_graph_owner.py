@@ -165,6 +165,46 @@ def test_keys_are_paced_and_a_worker_adopts_the_ones_of_its_model(
         owner.close()
 
 
+def test_the_key_forward_is_compiled_once_batches_stream_and_only_where_asked(
+        config: IngestConfig, snapshot: GraphSnapshot, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[tuple[str, int]] = []  # (task, sequence of the version it compiles on)
+
+    class Recorder:
+        def __init__(self, inference, view) -> None:
+            self.inference = inference
+            started.append((inference.task, view.sequence))
+
+        def start(self) -> Recorder:
+            return self
+
+    monkeypatch.setattr(owner_keys, "KeyCompiler", Recorder)
+    writer = open_ingestor(config, snapshot.directory)
+    models = {"compiled": SimpleNamespace(task="compiled"), "eager": SimpleNamespace(task="eager")}
+    owner = owner_of(config, snapshot, [RankingTask("compiled", str(tmp_path / "a"), compile=True),
+                                        RankingTask("eager", str(tmp_path / "b"))])
+    owner.keys.load = lambda bundle, graph: models["compiled" if bundle.name == "a" else "eager"]
+    owner.keys.write_keys = lambda task, view, path: path.write_bytes(b"")
+    owner.keys.pacer.share = 1.0  # no pause between refreshes
+    try:
+        owner.catch_up()
+        owner.step()
+        assert started == []  # a server that never ingests never compiles
+        writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=1))
+        owner.step()
+        assert started == [("compiled", 1)]  # on the version holding the first batch
+        writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=1))
+        owner.step()
+        assert started == [("compiled", 1)]  # once per model
+        models["compiled"] = SimpleNamespace(task="compiled")  # a hot swap loads another model
+        owner.keys.models["compiled"] = (2, models["compiled"])
+        writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=1))
+        owner.step()
+        assert len(started) == 2 and started[1][0] == "compiled"
+    finally:
+        owner.close()
+
+
 def test_the_keys_follow_the_model_version_the_workers_are_ordered_to_serve(
         config: IngestConfig, snapshot: GraphSnapshot, tmp_path: Path) -> None:
     from serve.versions.model_control import ModelControl
