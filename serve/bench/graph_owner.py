@@ -7,8 +7,9 @@ live graph over ``ARTIFACTS/snapshot``, publishing every version as the owner do
 (:class:`models.store.shared_publisher.Publisher`, into a temporary directory) and mapping it as a
 worker does (:class:`models.store.shared_graph.SharedGraph`); it prints the median of each step at
 a few delta sizes, the version file's size, then the time of a refresh of the purchase keys with
-``ARTIFACTS/purchase`` (eager, one thread). The serving-side measure of the same work is
-``python -m serve.bench.ingest``.
+``ARTIFACTS/purchase`` (one thread; eagerly, and with ``--compiled-keys`` also compiled as the
+owner compiles it once batches stream in, alternated refresh by refresh). The serving-side measure
+of the same work is ``python -m serve.bench.ingest``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 
 from models.cli import OneLineErrors
 from models.runtime.inference import TaskInference
+from models.runtime.key_compile import KeyCompiler
 from models.schema import ARTICLE, CUSTOMER
 from models.store.ids import ids_text
 from models.store.live import LiveGraph
@@ -38,6 +40,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=20_000, help="transaction rows applied in all")
     parser.add_argument("--batch-rows", type=int, default=100)
     parser.add_argument("--key-refreshes", type=int, default=3, help="purchase key refreshes timed (0: none)")
+    parser.add_argument("--compiled-keys", action="store_true",
+                        help="also time the refresh compiled as the graph owner compiles it")
     args = parser.parse_args(argv)
     if not (args.artifacts / "snapshot").is_dir():
         parser.error(f"--artifacts {args.artifacts}: no snapshot/ in it")
@@ -55,6 +59,37 @@ def batches(snapshot: GraphSnapshot, rows: int, size: int) -> list[IngestBatch]:
         "day": [day] * size, "customer_id": customers[start:start + size],
         "article_id": articles[start:start + size], "price": [0.02] * size, "sales_channel_id": [2] * size})
         for n, start in enumerate(range(0, rows - size + 1, size))]
+
+
+def time_key_refreshes(args: argparse.Namespace, graph: LiveGraph) -> None:
+    """Median wall and CPU time of a refresh of every purchase key, eager and (with
+    ``--compiled-keys``) compiled as the owner compiles it, the two alternated refresh by refresh."""
+    inference = TaskInference.from_bundle(args.artifacts / "purchase", graph, compile="none")
+    view = graph.view()
+    forwards: dict[str, object] = {"eager": None}
+    if args.compiled_keys:
+        compiler = KeyCompiler(inference, view).start()
+        compiler.join()
+        if compiler.seconds is None:
+            raise SystemExit("compiling the key forward failed (see the warning above)")
+        print(f"key forward compiled in {compiler.seconds:.1f} s", flush=True)
+        forwards["compiled"] = inference.key_forward
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in forwards}
+    keys: dict[str, torch.Tensor] = {}
+    for _ in range(args.key_refreshes):
+        for name, forward in forwards.items():
+            inference.key_forward = forward
+            wall, cpu = time.perf_counter(), time.thread_time()
+            keys[name] = inference.compute_article_keys(view.end_time, view)
+            times[name].append((time.perf_counter() - wall, time.thread_time() - cpu))
+    for name, measured in times.items():
+        wall, cpu = np.median(np.array(measured), axis=0) * 1e3
+        print(f"purchase key refresh, {name} ({view.num_nodes[ARTICLE]:,} articles): median {wall:.1f} ms "
+              f"wall, {cpu:.1f} ms CPU of {len(measured)}")
+    if "compiled" in keys:
+        ratio = np.median([c for _, c in times["compiled"]]) / np.median([c for _, c in times["eager"]])
+        difference = float((keys["compiled"] - keys["eager"]).abs().max())
+        print(f"compiled / eager CPU {ratio:.2f}; largest key difference {difference:.1e}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,15 +119,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{graph.delta_edges:>10,} {recent[0]:>9.2f} {recent[1]:>10.2f} {recent[2]:>7.2f} "
                       f"{publisher.bytes_written / 1e6:>8.1f}", flush=True)
         if args.key_refreshes and (args.artifacts / "purchase").is_dir():
-            inference = TaskInference.from_bundle(args.artifacts / "purchase", graph, compile="none")
-            view = graph.view()
-            seconds = []
-            for _ in range(args.key_refreshes):
-                started = time.perf_counter()
-                inference.compute_article_keys(view.end_time, view)
-                seconds.append(time.perf_counter() - started)
-            print(f"purchase key refresh ({view.num_nodes[ARTICLE]:,} articles): "
-                  f"median {np.median(seconds) * 1e3:.1f} ms of {len(seconds)}")
+            time_key_refreshes(args, graph)
         worker.close()
     finally:
         publisher.close()
