@@ -6,11 +6,12 @@ temporary one), then drives ``--clients`` closed-loop clients with the registry'
 ``--seconds``, alone and then while an ingester posts ``--rows-per-second`` transaction rows in
 batches of ``--batch-rows`` (known customers and articles, dated the day after the snapshot); the
 two alternate ``--rounds`` times, so that a machine whose load drifts slows both alike, after
-``--warmup`` seconds of the same traffic, half of it alone and half while ingesting (a short
-warm-up leaves the first round without ingestion slower than the rest, which flatters the ratio;
-the owner's one-off work when batches first stream in, compiling the article keys' forward, is
-start-up too, not the steady state the rounds measure). The headline is the median of the rounds' ratios
-(the pooled one is printed beside it). A watcher polls ``GET /ingest/status`` every ``--watch-poll``
+``--warmup`` seconds of the same traffic (default: a round's, ``2 x --seconds``), half of it alone
+and half while ingesting (a short warm-up leaves the first round without ingestion slower than the
+rest, which flatters the ratio; the owner's one-off work when batches first stream in, compiling
+the article keys' forward, is start-up too, not the steady state the rounds measure). The
+headline is the median of the rounds' ratios (the pooled one is printed beside it). A watcher
+polls ``GET /ingest/status`` every ``--watch-poll``
 (10 ms) in both runs of a round, so its own load on the server costs both alike and the ratio is
 ingestion's alone: a batch's lag is from the moment its
 POST was sent to the first poll at which the graph owner has published a version holding it (every
@@ -225,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-rows", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3, help="alternations of the two runs")
     parser.add_argument("--warmup", type=float, default=None, metavar="S",
-                        help="seconds of the traffic before the first round (default: --seconds)")
+                        help="seconds of the traffic before the first round, the second half ingesting "
+                             "(default: 2 x --seconds)")
     parser.add_argument("--watch-poll", type=float, default=0.01, metavar="S",
                         help="how often the lag watcher polls GET /ingest/status (load on the server)")
     add_output_options(parser, server_example="--compile none")
@@ -237,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                                log_path=Path(tmp) / "serve.log")
         with server:
             server.wait_ready(timeout=900)
-            warmup = args.seconds if args.warmup is None else args.warmup
+            warmup = 2 * args.seconds if args.warmup is None else args.warmup
             alone, loaded = LoadResult(args.clients, 0.0), LoadResult(args.clients, 0.0)
             ingester = Ingester(server.url, snapshot, args.rows_per_second, args.batch_rows)
             warm_up(server, ingester, requests, args.clients, warmup)
