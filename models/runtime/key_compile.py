@@ -26,7 +26,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from models.graph.features import gather_inputs
 from models.nn.inputs import ModelInputs
 from models.runtime.compile import CompileConfig, compile_function
 from models.runtime.serving_state import ARTICLE_KEY_BATCH
@@ -93,10 +92,8 @@ class KeyCompiler:
         try:
             forward = CompiledKeyForward(inference)
             with torch.inference_mode():  # as compute_article_keys calls it: Dynamo guards on the mode
-                graph = self.graph
-                seeds = torch.arange(min(ARTICLE_KEY_BATCH, graph.num_nodes[ARTICLE]))
-                sampled = inference.sampler.sample_shared(ARTICLE, seeds, int(graph.end_time), graph=graph)
-                forward.compiled(gather_inputs(graph, sampled).to(inference.device))
+                seeds = torch.arange(min(ARTICLE_KEY_BATCH, self.graph.num_nodes[ARTICLE]))
+                forward.compiled(inference.article_key_inputs(seeds, int(self.graph.end_time), self.graph))
         except Exception as e:
             log.warning("%s: compiling the article-key forward failed (%s: %s); keys stay eager",
                         inference.task, type(e).__name__, str(e).split("\n")[0])

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from models.graph.features import gather_inputs
 from models.graph.history import snapshot_popularity
+from models.nn.inputs import ModelInputs
 from models.schema import ARTICLE
 
 # Articles per eager forward when recomputing the keys. The chunk's trees are sampled together
@@ -160,8 +161,11 @@ class ServingGraph:
         # Chunks of equal size (within one) of at most ARTICLE_KEY_BATCH, their trees sharing what
         # they hold alike: the cost per article is lowest around that size (docs/fresh-graph.md).
         for seeds in everything.tensor_split(max(1, -(-num // ARTICLE_KEY_BATCH))):
-            sampled = self.sampler.sample_shared(ARTICLE, seeds, seed_time, graph=graph)
-            inputs = gather_inputs(graph, sampled).to(self.device)
-            prior = popularity[seeds].to(self.device)
-            keys.append(self.model.head.with_prior(forward(inputs), prior))
+            output = forward(self.article_key_inputs(seeds, seed_time, graph))
+            keys.append(self.model.head.with_prior(output, popularity[seeds].to(self.device)))
         return torch.cat(keys)
+
+    def article_key_inputs(self, seeds: Tensor, seed_time: int, graph: Any) -> ModelInputs:
+        """The model's inputs for the article keys of ``seeds`` (one chunk, their trees sampled together)."""
+        sampled = self.sampler.sample_shared(ARTICLE, seeds, seed_time, graph=graph)
+        return gather_inputs(graph, sampled).to(self.device)

@@ -37,9 +37,9 @@ log = logging.getLogger("relserve.graph")
 
 RETRY_S = 1.0  # after a log error (e.g. the broker is unreachable)
 OWNER = "graph"  # the ``task`` label of the owner's metrics
-# Its work is paced (serve.ingest.pacing), so a higher priority does not give it more of the cores;
-# it only lets a due step start and finish without queueing behind the workers, which is the graph
-# lag under load.
+# A due step then starts and finishes without queueing behind the workers, which is most of the graph
+# lag under load. Its pacing (serve.ingest.pacing) is by wall time, so the time it no longer waits
+# it spends working: a larger share of a core, still bounded by --ingest-share.
 OWNER_NICENESS = -5
 
 

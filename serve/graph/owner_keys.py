@@ -9,7 +9,8 @@ the start-up version, then every hot swap), eagerly, and publishes them as a num
 
 Once batches stream in, the keys' forward of a task served with ``--compile`` other than ``none`` is
 compiled in the background (:class:`models.runtime.key_compile.KeyCompiler`; refreshes go on eagerly
-meanwhile), which about halves a refresh's CPU; a server that never ingests never pays for it.
+meanwhile), which cuts a refresh's CPU by a quarter to a third; a server that never ingests never
+pays for it.
 
 Refreshes are paced by ``--key-share`` (:class:`serve.ingest.pacing.Pacer`): after a refresh that took
 ``c`` seconds the next waits ``c * (1 - share) / share``; a graph version the keys do not cover yet
