@@ -1,5 +1,6 @@
-"""Atomic file writes (torch-free): a reader sees the old file or the new one, never half of one; and
-``fsync`` of a path, file or directory (what makes a write or a rename durable)."""
+"""Atomic file writes (torch-free): a reader sees the old file or the new one, never half of one;
+``fsync`` of a path, file or directory (what makes a write or a rename durable); and where files
+that live only as long as a server go (:func:`memory_dir`)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,19 @@ def fsync_path(path: str | Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+SHARED_MEMORY = Path("/dev/shm")
+
+
+def memory_dir() -> Path | None:
+    """``/dev/shm`` where it exists and is writable (memory: never written back to a disk), else ``None``.
+
+    Files that processes of one server write all the time and nobody keeps (the metrics every
+    answer updates, the published graph versions) go there: on a disk, each write to a page that
+    writeback has cleaned waits for the file system, and on a journaling one that can mean waiting
+    for the journal commit that the ingestion log's ``fdatasync`` starts.
+    """
+    if SHARED_MEMORY.is_dir() and os.access(SHARED_MEMORY, os.W_OK):
+        return SHARED_MEMORY
+    return None

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from models.cli import CliError
+from models.files import memory_dir
 from serve.config import PROG, ServeConfig, parse_args
 
 METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -44,11 +45,13 @@ def prepare_metrics_dir() -> tuple[Path, bool]:
     """A fresh multiprocess metrics directory in the environment; ``(dir, created here)``.
 
     Files of an earlier run would be summed into this one's metrics, so a given directory is
-    emptied; without one, each server gets its own temporary directory.
+    emptied; without one, each server gets its own temporary directory, in memory where the
+    machine has ``/dev/shm`` (:func:`models.files.memory_dir`): every answer writes to these files.
     """
     given = os.environ.get(METRICS_ENV)
     if not given:
-        path = Path(tempfile.mkdtemp(prefix="relserve-metrics-"))
+        shm = memory_dir()
+        path = Path(tempfile.mkdtemp(prefix="relserve-metrics-", dir=None if shm is None else shm))
         os.environ[METRICS_ENV] = str(path)
         return path, True
     path = Path(given)

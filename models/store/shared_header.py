@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.files import memory_dir
+
 HEADER_FILE = "head"
 SIZE = 4096
 _FIELDS = struct.Struct("<QQqqqqdqq")  # lock, version, sequence, snapshot, delta rows, pid, time, keys
@@ -34,8 +36,8 @@ class HeaderBusy(RuntimeError):
 def shared_dir(state_dir: Path) -> Path:
     """The directory of one server's published versions: in ``/dev/shm`` (memory, never written to
     disk) when it exists, else ``STATE_DIR/graph``; one per state directory."""
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
+    shm = memory_dir()
+    if shm is not None:
         digest = hashlib.sha1(str(Path(state_dir).resolve()).encode()).hexdigest()[:16]
         return shm / f"relserve-{os.getuid()}-{digest}"
     return Path(state_dir) / "graph"

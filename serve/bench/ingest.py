@@ -22,13 +22,14 @@ Prints one table; ``--json`` also writes the numbers. The target (issue 20): thr
 ingestion within 10 % of without, lag p99 under 1 s. Where the CPU went: each server process's (by
 role) and the benchmark's own (clients, ingester, watcher) CPU seconds per second in both phases,
 from ``/proc``, beside the whole machine's busy and idle cores (kernel threads and other jobs
-included): a phase whose processes use fewer cores while the machine idles more is waiting on
-something, not computing.
+included), over the seconds the traffic ran (read as it stops, before the ingesting phase waits
+2 s for its last batches: counted in, that wait showed as idle cores that were never lost).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import http.client
 import json
 import resource
@@ -37,6 +38,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -128,9 +130,12 @@ def warm_up(server: ServerProcess, ingester: Ingester, requests: list[tuple[str,
 
 
 def watched_run(server: ServerProcess, ingester: Ingester | None, requests: list[tuple[str, bytes]],
-                args: argparse.Namespace, seen: dict[str, dict[int, float]]) -> LoadResult:
+                args: argparse.Namespace, seen: dict[str, dict[int, float]],
+                measure: Callable[[], dict[str, float]]) -> tuple[LoadResult, dict[str, float]]:
     """The mixed traffic for ``args.seconds`` under the lag watcher, with ``ingester`` posting
-    meanwhile (``None``: the run without ingestion, watched alike)."""
+    meanwhile (``None``: the run without ingestion, watched alike); returns its result and what
+    ``measure()`` read as the traffic ended (before the wait for the last batches, so that the CPU
+    figures cover the seconds the throughput does)."""
     stop = threading.Event()
     threads = [threading.Thread(target=watch, args=(server.url, stop, seen, args.watch_poll), daemon=True)]
     if ingester is not None:
@@ -139,13 +144,14 @@ def watched_run(server: ServerProcess, ingester: Ingester | None, requests: list
     for thread in threads:
         thread.start()
     result = run_requests(server.url, requests, args.clients, args.seconds, warmup_s=0.0)
+    at_end = measure()
     if ingester is not None:
         ingester.stop.set()
         time.sleep(2.0)  # the last batches become visible
     stop.set()
     for thread in threads:
         thread.join(30)
-    return result
+    return result, at_end
 
 
 def cpu_by_role(server: ServerProcess, tasks: list[str]) -> dict[str, float]:
@@ -252,17 +258,18 @@ def main(argv: list[str] | None = None) -> int:
             for round_ in range(args.rounds):
                 print(f"round {round_ + 1}/{args.rounds}: mixed traffic alone, then with ingestion ...",
                       file=sys.stderr, flush=True)
-                start = cpu_by_role(server, tasks)
-                alone_round = watched_run(server, None, requests, args, unseen)
-                middle = cpu_by_role(server, tasks)
-                loaded_round = watched_run(server, ingester, requests, args, seen)
+                measure = functools.partial(cpu_by_role, server, tasks)
+                start = measure()
+                alone_round, alone_end = watched_run(server, None, requests, args, unseen, measure)
+                middle = measure()
+                loaded_round, loaded_end = watched_run(server, ingester, requests, args, seen, measure)
                 round_ratios.append(loaded_round.throughput / max(alone_round.throughput, 1e-9))
                 print(f"  {alone_round.throughput:.1f} req/s alone, {loaded_round.throughput:.1f} ingesting",
                       file=sys.stderr, flush=True)
                 merge(alone, alone_round)
                 merge(loaded, loaded_round)
-                add_cpu(cpu["alone"], start, middle)
-                add_cpu(cpu["with_ingestion"], middle, cpu_by_role(server, tasks))
+                add_cpu(cpu["alone"], start, alone_end)
+                add_cpu(cpu["with_ingestion"], middle, loaded_end)
             after = scrape(server.url)
     def delta(name: str, task: str) -> float:
         return value(after, name, task=task) - value(before, name, task=task)

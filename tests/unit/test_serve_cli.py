@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 
+from models.files import memory_dir
 from serve.__main__ import prepare_metrics_dir
 from serve.config import ServeConfig, parse_args
 from serve.versions.bundles import ArtifactsError, find_bundles, quality_warnings
@@ -109,6 +111,8 @@ def test_metrics_dir_is_created_or_emptied(tmp_path, monkeypatch):
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")  # restored (or removed) after the test
     created, owned = prepare_metrics_dir()
     assert owned and created.is_dir() and not any(created.iterdir())
+    # In memory where the machine has it: every answer writes to these files.
+    assert created.parent == (memory_dir() or Path(tempfile.gettempdir()))
     created.rmdir()
     given = tmp_path / "prom"
     given.mkdir()
