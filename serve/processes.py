@@ -153,8 +153,8 @@ def name_process(name: str) -> None:
 
 def set_thread_niceness(nice: int) -> bool:
     """Give the calling thread (and the threads it starts from now on) the niceness ``nice``; whether
-    it could (a lower one than the process's needs ``CAP_SYS_NICE``: root, or Docker's
-    ``--cap-add SYS_NICE``). Linux sets a niceness per thread."""
+    it could (a lower one than the process's needs ``CAP_SYS_NICE`` (root), or an ``RLIMIT_NICE`` of
+    at least ``20 - nice``: ``docker run --ulimit nice=25``). Linux sets a niceness per thread."""
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
     except OSError:

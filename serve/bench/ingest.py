@@ -255,10 +255,10 @@ def main(argv: list[str] | None = None) -> int:
             round_ratios: list[float] = []
             unseen: dict[str, dict[int, float]] = {name: {} for name in FIELDS}  # nothing to see alone
             before = scrape(server.url)
+            measure = functools.partial(cpu_by_role, server, tasks)
             for round_ in range(args.rounds):
                 print(f"round {round_ + 1}/{args.rounds}: mixed traffic alone, then with ingestion ...",
                       file=sys.stderr, flush=True)
-                measure = functools.partial(cpu_by_role, server, tasks)
                 start = measure()
                 alone_round, alone_end = watched_run(server, None, requests, args, unseen, measure)
                 middle = measure()

@@ -128,8 +128,9 @@ def serve_graph(config: IngestConfig, artifacts: str, parent_pid: int, ranking: 
     name_process(OWNER_NAME)
     logging.basicConfig(level=logging.INFO, format="relserve graph owner: %(levelname)s: %(message)s")
     if not set_thread_niceness(OWNER_NICENESS):
-        log.info("running at the workers' priority (a niceness of %d needs CAP_SYS_NICE): batches and "
-                 "keys wait longer for a core under load", OWNER_NICENESS)
+        log.info("running at the workers' priority (a niceness of %d needs CAP_SYS_NICE or an "
+                 "RLIMIT_NICE of %d, e.g. docker run --ulimit nice=%d): batches and keys wait longer "
+                 "for a core under load", OWNER_NICENESS, 20 - OWNER_NICENESS, 20 - OWNER_NICENESS)
     torch.set_num_threads(threads)  # as many as a worker: the key refresh is one catalogue-wide forward
     owner = GraphOwner(config, Path(artifacts), ranking)
     try:

@@ -1,6 +1,6 @@
 """The article keys' compiled forward: compiled in a background thread on a real trained purchase
 bundle while eager refreshes go on, equal to the eager keys, and dropped for the eager forward when
-it fails; the graph owner starts it only once batches stream in, and only where asked."""
+it fails. When the graph owner starts it: ``test_graph_owner.py``."""
 
 from __future__ import annotations
 
