@@ -48,13 +48,14 @@ from models.store.ids import ids_text
 from models.store.snapshot import GraphSnapshot
 from serve.bench.cli import add_output_options, finish, served_mix_or_exit
 from serve.bench.load import LoadResult, run_requests
-from serve.bench.metrics_read import scrape, value
+from serve.bench.metrics_read import scrape, series, value
 from serve.bench.proc import cpu_seconds, machine_cpu_seconds
 from serve.bench.process import ServerProcess
 
 KEY = "bench-ingest-key"
 WALL = "wall"  # the key of the wall-clock seconds among the CPU seconds of cpu_by_role
 MACHINE_BUSY, MACHINE_IDLE = "machine: busy", "machine: idle"  # every process and kernel thread
+COMPILE_TIMEOUT_S = 300.0  # the longest the warm-up waits for the owner's key compile
 AUTH = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
 
 
@@ -115,14 +116,47 @@ def watch(url: str, stop: threading.Event, seen: dict[str, dict[int, float]], po
     conn.close()
 
 
+def compiles_running(url: str) -> int:
+    """How many of the graph owner's key-forward compiles have started and not ended."""
+    running = 0
+    for labels, count in series(scrape(url), "relserve_article_key_compiles_total").items():
+        outcome = dict(labels).get("outcome")
+        running += int(count) if outcome == "started" else -int(count)
+    return running
+
+
+def graph_version(url: str) -> int:
+    """The number of the graph owner's current published version (``GET /ingest/status``)."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.request("GET", "/ingest/status", headers=AUTH)
+        graph = json.loads(conn.getresponse().read())["graph"]
+    finally:
+        conn.close()
+    return int(graph["version"]) if graph else 0
+
+
 def warm_up(server: ServerProcess, ingester: Ingester, requests: list[tuple[str, bytes]], clients: int,
-            seconds: float) -> None:
-    """The traffic for ``seconds``: the first half alone, the second while ``ingester`` posts
-    (forgotten after: the lags count from the first round)."""
+            seconds: float, compile_timeout_s: float = COMPILE_TIMEOUT_S) -> None:
+    """The traffic for ``seconds``: the first half alone, the second while ``ingester`` posts, and on
+    while the graph owner still compiles the article keys' forward (one-off start-up work: a compile
+    running into the first round slowed its run without ingestion); forgotten after (the lags count
+    from the first round)."""
     run_requests(server.url, requests, clients, seconds / 2, warmup_s=0.0)
     posting = threading.Thread(target=ingester.run, daemon=True)
     posting.start()
     run_requests(server.url, requests, clients, seconds / 2, warmup_s=0.0)
+    waited = 0.0
+    while compiles_running(server.url) > 0 and waited < compile_timeout_s:
+        if waited == 0.0:
+            print("warm-up: the graph owner is still compiling the article keys' forward; waiting ...",
+                  file=sys.stderr, flush=True)
+        run_requests(server.url, requests, clients, 5.0, warmup_s=0.0)
+        waited += 5.0
+    if waited >= compile_timeout_s:
+        print(f"warm-up: the key compile did not end within {compile_timeout_s:.0f} s; measuring anyway",
+              file=sys.stderr, flush=True)
     ingester.stop.set()
     posting.join(30)
     ingester.sent.clear()
@@ -216,6 +250,8 @@ def report(alone: LoadResult, loaded: LoadResult, ingester: Ingester, seen: dict
           f"ingest-to-visible lag p50 {summary['lag_ms']['p50']} ms, "
           f"p99 {summary['lag_ms']['p99']} ms (target < 1000 ms); with the purchase article keys "
           f"p50 {summary['keyed_lag_ms']['p50']} ms, p99 {summary['keyed_lag_ms']['p99']} ms")
+    rates = [f"{v} {k.removesuffix(' per s')}/s" for k, v in server_lag.items() if k.endswith(" per s")]
+    print("while ingesting: " + ", ".join(rates))
     alone_cpu, loaded_cpu = summary["cpu_cores"].values()
     print(f"\n{'CPU (cores)':24s} {'alone':>7s} {'+ingest':>7s}")
     for role in sorted(set(alone_cpu) | set(loaded_cpu)):
@@ -253,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             tasks = [b.task for b in bundles]
             cpu: dict[str, dict[str, float]] = {"alone": {}, "with_ingestion": {}}
             round_ratios: list[float] = []
+            versions = 0  # graph versions published while ingesting (and the 2 s after each run)
             unseen: dict[str, dict[int, float]] = {name: {} for name in FIELDS}  # nothing to see alone
             before = scrape(server.url)
             measure = functools.partial(cpu_by_role, server, tasks)
@@ -261,8 +298,9 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr, flush=True)
                 start = measure()
                 alone_round, alone_end = watched_run(server, None, requests, args, unseen, measure)
-                middle = measure()
+                middle, first_version = measure(), graph_version(server.url)
                 loaded_round, loaded_end = watched_run(server, ingester, requests, args, seen, measure)
+                versions += graph_version(server.url) - first_version
                 round_ratios.append(loaded_round.throughput / max(alone_round.throughput, 1e-9))
                 print(f"  {alone_round.throughput:.1f} req/s alone, {loaded_round.throughput:.1f} ingesting",
                       file=sys.stderr, flush=True)
@@ -275,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         return value(after, name, task=task) - value(before, name, task=task)
 
     server_lag: dict[str, float | None] = {}
+    ingesting_s = args.rounds * (args.seconds + 2)  # each run with ingestion, and the 2 s after it
     for b in bundles:
         count = delta("relserve_ingest_visible_lag_seconds_count", b.task)
         total = delta("relserve_ingest_visible_lag_seconds_sum", b.task)
@@ -282,12 +321,14 @@ def main(argv: list[str] | None = None) -> int:
         refreshes = delta("relserve_article_key_refresh_seconds_count", b.task)
         if refreshes:
             server_lag[f"{b.task} key refreshes"] = refreshes
+            server_lag[f"{b.task} key refreshes per s"] = round(refreshes / ingesting_s, 2)
             server_lag[f"{b.task} key refresh mean s"] = round(
                 delta("relserve_article_key_refresh_seconds_sum", b.task) / refreshes, 4)
             keyed = delta("relserve_article_keys_lag_seconds_count", b.task)
             if keyed:
                 server_lag[f"{b.task} keys lag mean s"] = round(
                     delta("relserve_article_keys_lag_seconds_sum", b.task) / keyed, 4)
+    server_lag["graph versions per s"] = round(versions / ingesting_s, 2)
     summary = report(alone, loaded, ingester, seen, args.seconds * args.rounds, server_lag, cpu, round_ratios)
     return finish(summary, args.json)
 

@@ -78,6 +78,7 @@ class KeyMaker:
         self.metrics = {t.task: FollowerMetrics(t.task) for t in tasks}
         self.models: dict[str, tuple[int, TaskInference]] = {}  # per task: model version, model
         self.compilers: dict[str, KeyCompiler] = {}  # per task, the compile of its model's key forward
+        self._counted: dict[str, KeyCompiler] = {}  # per task, the last compile whose end was counted
         self.load = lambda bundle, graph: TaskInference.from_bundle(bundle, graph, compile="none")
         self._due = 0.0
         self._covered: tuple[Any, ...] | None = None
@@ -87,6 +88,7 @@ class KeyMaker:
         """Key the current version if it is not keyed yet and a refresh is due; whether it did."""
         if not self.tasks:
             return False
+        self._count_compiles_ended()
         changed = self._follow_models(graph)
         view = graph.view()
         covered = (view.base, view.sequence, view.end_time, tuple(v for v, _ in self.models.values()))
@@ -132,6 +134,15 @@ class KeyMaker:
             held = self.compilers.get(task.task)
             if task.compile and (held is None or held.inference is not inference):
                 self.compilers[task.task] = KeyCompiler(inference, view).start()
+                self.metrics[task.task].key_compile(task.task, "started")
+
+    def _count_compiles_ended(self) -> None:
+        """Count each compile that ended since the last call, done or failed (what a benchmark waits
+        for before it measures the steady state)."""
+        for task, compiler in self.compilers.items():
+            if compiler.done.is_set() and self._counted.get(task) is not compiler:
+                self._counted[task] = compiler
+                self.metrics[task].key_compile(task, "done" if compiler.seconds is not None else "failed")
 
     def _follow_models(self, graph: LiveGraph) -> bool:
         """Load the model version each task's workers are ordered to serve; whether one changed."""

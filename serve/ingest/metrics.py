@@ -93,6 +93,9 @@ class FollowerMetrics:
                                           registry=registry).labels(task)
         self._switches = Counter("relserve_snapshot_switches", "Compacted snapshot versions a worker "
                                  "switched to.", ["task"], registry=registry).labels(task)
+        self._compiles = Counter("relserve_article_key_compiles", "Compiles of the article keys' forward "
+                                 "by the graph owner, by outcome (started, done, failed).",
+                                 ["task", "outcome"], registry=registry)
         self._batches.inc(0)
         self._refreshes.inc(0)
         self._switches.inc(0)
@@ -111,6 +114,10 @@ class FollowerMetrics:
 
     def switched(self) -> None:
         self._switches.inc()
+
+    def key_compile(self, task: str, outcome: str) -> None:
+        """A compile of ``task``'s key forward ``"started"``, or ended ``"done"`` or ``"failed"``."""
+        self._compiles.labels(task, outcome).inc()
 
 
 class IngestGauges(Collector):

@@ -10,6 +10,7 @@ how long a stream takes to be served)."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -173,6 +174,7 @@ def test_the_key_forward_is_compiled_once_batches_stream_and_only_where_asked(
     class Recorder:
         def __init__(self, inference, view) -> None:
             self.inference = inference
+            self.done, self.seconds = threading.Event(), None
             started.append((inference.task, view.sequence))
 
         def start(self) -> Recorder:
@@ -186,6 +188,14 @@ def test_the_key_forward_is_compiled_once_batches_stream_and_only_where_asked(
     owner.keys.load = lambda bundle, graph: models["compiled" if bundle.name == "a" else "eager"]
     owner.keys.write_keys = lambda task, view, path: path.write_bytes(b"")
     owner.keys.pacer.share = 1.0  # no pause between refreshes
+    registry = CollectorRegistry()
+    owner.keys.metrics = {"compiled": FollowerMetrics("compiled", registry),
+                          "eager": FollowerMetrics("eager", CollectorRegistry())}
+
+    def compiles(outcome: str) -> float | None:
+        return registry.get_sample_value("relserve_article_key_compiles_total",
+                                         {"task": "compiled", "outcome": outcome})
+
     try:
         owner.catch_up()
         owner.step()
@@ -193,14 +203,23 @@ def test_the_key_forward_is_compiled_once_batches_stream_and_only_where_asked(
         writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=1))
         owner.step()
         assert started == [("compiled", 1)]  # on the version holding the first batch
+        assert (compiles("started"), compiles("done")) == (1.0, None)  # what serve.bench.ingest waits on
+        compiler = owner.keys.compilers["compiled"]
+        compiler.seconds = 1.0
+        compiler.done.set()
         writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=1))
         owner.step()
         assert started == [("compiled", 1)]  # once per model
+        owner.step()
+        assert (compiles("started"), compiles("done"), compiles("failed")) == (1.0, 1.0, None)  # counted once
         models["compiled"] = SimpleNamespace(task="compiled")  # a hot swap loads another model
         owner.keys.models["compiled"] = (2, models["compiled"])
         writer.ingest("transactions", transaction_rows(snapshot, 1, day_offset=1))
         owner.step()
         assert len(started) == 2 and started[1][0] == "compiled"
+        owner.keys.compilers["compiled"].done.set()  # a failed compile (no seconds)
+        owner.step()
+        assert (compiles("started"), compiles("done"), compiles("failed")) == (2.0, 1.0, 1.0)
     finally:
         owner.close()
 
