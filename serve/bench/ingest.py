@@ -2,30 +2,32 @@
 ingest-to-visible lag.
 
 ``python -m serve.bench.ingest --artifacts ARTIFACTS`` starts one server with ``--state-dir`` (a
-temporary one), then drives ``--clients`` closed-loop clients with the registry's mixed traffic for
-``--seconds``, alone and then while an ingester posts ``--rows-per-second`` transaction rows in
-batches of ``--batch-rows`` (known customers and articles, dated the day after the snapshot); the
-two alternate ``--rounds`` times, so that a machine whose load drifts slows both alike, after
-``--warmup`` seconds of the same traffic (default: a round's, ``2 x --seconds``), half of it alone
-and half while ingesting (a short warm-up leaves the first round without ingestion slower than the
-rest, which flatters the ratio; the owner's one-off work when batches first stream in, compiling
-the article keys' forward, is start-up too, not the steady state the rounds measure). The
-headline is the median of the rounds' ratios (the pooled one is printed beside it). A watcher
-polls ``GET /ingest/status`` every ``--watch-poll``
-(10 ms) in both runs of a round, so its own load on the server costs both alike and the ratio is
-ingestion's alone: a batch's lag is from the moment its
-POST was sent to the first poll at which the graph owner has published a version holding it (every
-answer reads it from then on), and its keyed lag to the first poll at which the owner's published
-article keys cover it too (what ``?sync=true`` waits for; the owner refreshes the keys on their own
-pacing, ``--key-share``, and every purchase answer adopts the newest).
-Prints one table; ``--json`` also writes the numbers. The target (issue 20): throughput with
-ingestion within 10 % of without, lag p99 under 1 s. Where the CPU went: each server process's (by
-role) and the benchmark's own (clients, ingester, watcher) CPU seconds per second in both phases,
-from ``/proc``, beside the whole machine's busy and idle cores (kernel threads and other jobs
-included), over the seconds the traffic ran (read as it stops, before the ingesting phase waits
-2 s for its last batches: counted in, that wait showed as idle cores that were never lost).
-"""
+temporary one) and drives ``--clients`` closed-loop clients with the registry's mixed traffic, alone
+and while an ingester posts ``--rows-per-second`` transaction rows in batches of ``--batch-rows``
+(known customers and articles, dated the day after the snapshot). Each of ``--rounds`` rounds gives
+one ratio, of ``--seconds`` of traffic of each kind, cut into ``--alternations`` runs of each kind
+taken in turn (alone then ingesting, ingesting then alone, ...): the 2-core machines this runs on
+change speed by a fifth from one minute to the next (other tenants), and runs of 20 s taken one
+after the other spread a round's ratio from 0.65 to 1.05; short runs in alternating order slow
+both kinds alike. The headline is the median of the rounds' ratios (the pooled one beside it).
 
+Before the rounds, ``--warmup`` seconds of the same traffic (default ``2 x --seconds``), half of it
+alone and half ingesting, and on while the graph owner still compiles the article keys' forward (its
+one-off work when batches first stream in): a compile running into the first round slowed its runs
+without ingestion. A watcher polls ``GET /ingest/status`` every ``--watch-poll`` (10 ms) in runs of
+both kinds, so its own load costs both alike: a batch's lag is from the moment its POST was sent to
+the first poll at which the owner has published a version holding it (every answer reads it from
+then on), and its keyed lag to the first poll at which the owner's published article keys cover
+it too (what ``?sync=true`` waits for). After each run with ingestion, 2 s unmeasured let its last
+batches become visible.
+
+Prints one table; ``--json`` also writes the numbers. The target: throughput with ingestion within
+10 % of without, lag p99 under 1 s. Where the CPU went: each server process's (by role) and the
+benchmark's own (clients, ingester, watcher) CPU seconds per second of each kind of run, from
+``/proc``, beside the whole machine's busy and idle cores (kernel threads and other jobs included),
+over the seconds the traffic ran; and how many graph versions and key refreshes the owner made per
+second while ingesting.
+"""
 from __future__ import annotations
 
 import argparse
@@ -55,6 +57,7 @@ from serve.bench.process import ServerProcess
 KEY = "bench-ingest-key"
 WALL = "wall"  # the key of the wall-clock seconds among the CPU seconds of cpu_by_role
 MACHINE_BUSY, MACHINE_IDLE = "machine: busy", "machine: idle"  # every process and kernel thread
+TAIL_S = 2.0  # after each run with ingestion, unmeasured: its last batches become visible
 COMPILE_TIMEOUT_S = 300.0  # the longest the warm-up waits for the owner's key compile
 AUTH = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
 
@@ -165,8 +168,9 @@ def warm_up(server: ServerProcess, ingester: Ingester, requests: list[tuple[str,
 
 def watched_run(server: ServerProcess, ingester: Ingester | None, requests: list[tuple[str, bytes]],
                 args: argparse.Namespace, seen: dict[str, dict[int, float]],
-                measure: Callable[[], dict[str, float]]) -> tuple[LoadResult, dict[str, float]]:
-    """The mixed traffic for ``args.seconds`` under the lag watcher, with ``ingester`` posting
+                measure: Callable[[], dict[str, float]],
+                seconds: float) -> tuple[LoadResult, dict[str, float]]:
+    """The mixed traffic for ``seconds`` under the lag watcher, with ``ingester`` posting
     meanwhile (``None``: the run without ingestion, watched alike); returns its result and what
     ``measure()`` read as the traffic ended (before the wait for the last batches, so that the CPU
     figures cover the seconds the throughput does)."""
@@ -177,11 +181,11 @@ def watched_run(server: ServerProcess, ingester: Ingester | None, requests: list
         threads.append(threading.Thread(target=ingester.run, daemon=True))
     for thread in threads:
         thread.start()
-    result = run_requests(server.url, requests, args.clients, args.seconds, warmup_s=0.0)
+    result = run_requests(server.url, requests, args.clients, seconds, warmup_s=0.0)
     at_end = measure()
     if ingester is not None:
         ingester.stop.set()
-        time.sleep(2.0)  # the last batches become visible
+        time.sleep(TAIL_S)  # the last batches become visible
     stop.set()
     for thread in threads:
         thread.join(30)
@@ -266,7 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--rows-per-second", type=float, default=1000.0)
     parser.add_argument("--batch-rows", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3, help="alternations of the two runs")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds, each giving one ratio (their median is the headline)")
+    parser.add_argument("--alternations", type=int, default=4,
+                        help="runs of each kind in a round, --seconds / N long each, alternated")
     parser.add_argument("--warmup", type=float, default=None, metavar="S",
                         help="seconds of the traffic before the first round, the second half ingesting "
                              "(default: 2 x --seconds)")
@@ -274,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="how often the lag watcher polls GET /ingest/status (load on the server)")
     add_output_options(parser, server_example="--compile none")
     args = parser.parse_args(argv)
+    if args.rounds < 1 or args.alternations < 1 or args.seconds <= 0:
+        parser.error("--rounds and --alternations must be at least 1 and --seconds positive")
     bundles, snapshot, requests = served_mix_or_exit(parser, args.artifacts)
     with tempfile.TemporaryDirectory(prefix="relserve-bench-ingest-") as tmp:
         server = ServerProcess(args.artifacts, "--state-dir", str(Path(tmp) / "state"),
@@ -294,26 +303,32 @@ def main(argv: list[str] | None = None) -> int:
             before = scrape(server.url)
             measure = functools.partial(cpu_by_role, server, tasks)
             for round_ in range(args.rounds):
-                print(f"round {round_ + 1}/{args.rounds}: mixed traffic alone, then with ingestion ...",
-                      file=sys.stderr, flush=True)
-                start = measure()
-                alone_round, alone_end = watched_run(server, None, requests, args, unseen, measure)
-                middle, first_version = measure(), graph_version(server.url)
-                loaded_round, loaded_end = watched_run(server, ingester, requests, args, seen, measure)
-                versions += graph_version(server.url) - first_version
+                print(f"round {round_ + 1}/{args.rounds}: mixed traffic alone and with ingestion, "
+                      f"{args.alternations} x each ...", file=sys.stderr, flush=True)
+                alone_round, loaded_round = LoadResult(args.clients, 0.0), LoadResult(args.clients, 0.0)
+                for turn in range(args.alternations):
+                    # Alone first, then ingesting first, and so on: a drift of the machine's speed
+                    # within the round slows both alike.
+                    for ingesting in ((False, True) if turn % 2 == 0 else (True, False)):
+                        start, first_version = measure(), graph_version(server.url)
+                        result, end = watched_run(server, ingester if ingesting else None, requests, args,
+                                                  seen if ingesting else unseen, measure,
+                                                  args.seconds / args.alternations)
+                        merge(loaded_round if ingesting else alone_round, result)
+                        add_cpu(cpu["with_ingestion" if ingesting else "alone"], start, end)
+                        if ingesting:
+                            versions += graph_version(server.url) - first_version
                 round_ratios.append(loaded_round.throughput / max(alone_round.throughput, 1e-9))
                 print(f"  {alone_round.throughput:.1f} req/s alone, {loaded_round.throughput:.1f} ingesting",
                       file=sys.stderr, flush=True)
                 merge(alone, alone_round)
                 merge(loaded, loaded_round)
-                add_cpu(cpu["alone"], start, alone_end)
-                add_cpu(cpu["with_ingestion"], middle, loaded_end)
             after = scrape(server.url)
     def delta(name: str, task: str) -> float:
         return value(after, name, task=task) - value(before, name, task=task)
 
     server_lag: dict[str, float | None] = {}
-    ingesting_s = args.rounds * (args.seconds + 2)  # each run with ingestion, and the 2 s after it
+    ingesting_s = args.rounds * (args.seconds + args.alternations * TAIL_S)  # runs with ingestion, and tails
     for b in bundles:
         count = delta("relserve_ingest_visible_lag_seconds_count", b.task)
         total = delta("relserve_ingest_visible_lag_seconds_sum", b.task)
