@@ -63,7 +63,7 @@ class GraphOwner:
         base, self.lease = open_current(self.artifacts, config.state_dir)
         self.graph = LiveGraph(base, clock=self.clock)
         self.keys = KeyMaker(list(ranking or []), self.publisher, config.key_share, config.poll_s)
-        self.pacer = Pacer(config.follow_share, config.poll_s)
+        self.pacer = Pacer(config.follow_share, config.poll_s, config.lag_target_s)
 
     def catch_up(self) -> None:
         """Apply everything the log holds now and publish it (a starting worker waits for this)."""

@@ -19,12 +19,14 @@ WAL = "wal"  # as models.store.log.WAL, which imports numpy: not here (see above
 CLOCKS = ("data", "wall")
 # The defaults of the settings the graph owner (serve.graph, serve.ingest.pacing) takes too.
 DEFAULT_POLL_S = 0.05
-# The graph owner's duty cycle: every CPU-second it spends is taken from answers on a busy machine,
-# so it works at most 0.3 of its time, and the purchase keys (its costliest work) at most half of
-# that: on the 2-core demo benchmark, throughput while ingesting 0.885 of without instead of 0.709
-# (no pause), graph and keys lag p99 under 1 s (BENCHMARKS.md, "Ingestion under load").
+# The graph owner's pacing (serve.ingest.pacing): every CPU-second it spends is taken from answers on
+# a busy machine, so it steps as rarely as a lag target of 0.8 s allows (a batch served within ~1 s
+# at p99 on the 2-core demo benchmark), and at most 0.3 of its time, the purchase keys (its costliest
+# work) at most half of that. Throughput while ingesting there: 0.90-0.91 of without with the
+# target, 0.82-0.87 with the share alone (BENCHMARKS.md, "Ingestion under load").
 DEFAULT_FOLLOW_SHARE = 0.3
 DEFAULT_KEY_SHARE = 0.5
+DEFAULT_LAG_TARGET_S = 0.8
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class IngestConfig:
         key_share: largest share of its time the graph owner spends recomputing the article keys
             of the whole catalogue (the rows themselves are served from the next step); lower: less
             taken from answers, staler keys.
+        lag_target_s: the graph owner steps as rarely as serving a batch within this many seconds
+            allows (:mod:`serve.ingest.pacing`); ``0``: as often as ``follow_share`` allows.
     """
 
     state_dir: Path
@@ -70,6 +74,7 @@ class IngestConfig:
     compact_every_s: float | None = None
     follow_share: float = DEFAULT_FOLLOW_SHARE
     key_share: float = DEFAULT_KEY_SHARE
+    lag_target_s: float = DEFAULT_LAG_TARGET_S
 
     def __post_init__(self) -> None:
         checks = [
@@ -91,6 +96,8 @@ class IngestConfig:
              "--ingest-share must be in 0.01..1"),
             (math.isfinite(self.key_share) and 0.01 <= self.key_share <= 1,
              "--key-share must be in 0.01..1"),
+            (self.lag_target_s == 0 or 0.05 <= self.lag_target_s <= 3600,
+             "--ingest-lag-target must be 0 (off) or in 0.05..3600 s"),
         ]
         for ok, message in checks:
             if not ok:
@@ -133,6 +140,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "publishing, refreshing keys); batches arriving meanwhile are applied together "
                             "(default %(default)g; 1: no pause; lower: less taken from answers, longer "
                             "ingest-to-visible lag)")
+    group.add_argument("--ingest-lag-target", type=float, default=d.lag_target_s, metavar="S",
+                       help="the graph owner steps as rarely as serving each batch within S seconds "
+                            "allows, taking that much less from answers (default %(default)g; 0: as "
+                            "often as --ingest-share allows, for the lowest lag)")
     group.add_argument("--key-share", type=float, default=d.key_share, metavar="F",
                        help="largest share of its time the graph owner spends recomputing the "
                             "article keys after the graph changed (default %(default)g; 1: after every "
@@ -150,10 +161,10 @@ def from_args(args: argparse.Namespace) -> IngestConfig | None:
     if args.state_dir is None:
         defaults = (args.ingest_dir is None, args.ingest_log == WAL, args.clock == "data",
                     args.compact_every is None, args.ingest_share == DEFAULT_FOLLOW_SHARE,
-                    args.key_share == DEFAULT_KEY_SHARE)
+                    args.key_share == DEFAULT_KEY_SHARE, args.ingest_lag_target == DEFAULT_LAG_TARGET_S)
         if not all(defaults):
-            raise ValueError("--ingest-dir, --ingest-log, --clock, --compact-every, --ingest-share and "
-                             "--key-share need --state-dir")
+            raise ValueError("--ingest-dir, --ingest-log, --clock, --compact-every, --ingest-share, "
+                             "--ingest-lag-target and --key-share need --state-dir")
         return None
     if args.state_dir.exists() and not args.state_dir.is_dir():
         raise ValueError(f"--state-dir {args.state_dir} is not a directory")
@@ -161,4 +172,5 @@ def from_args(args: argparse.Namespace) -> IngestConfig | None:
                         lateness_days=args.ingest_lateness_days, max_rows=args.ingest_max_rows,
                         max_bytes=args.ingest_max_bytes, sync_timeout_s=args.sync_timeout,
                         poll_s=args.ingest_poll, clock=args.clock, compact_every_s=args.compact_every,
-                        follow_share=args.ingest_share, key_share=args.key_share)
+                        follow_share=args.ingest_share, key_share=args.key_share,
+                        lag_target_s=args.ingest_lag_target)

@@ -24,11 +24,17 @@ def test_a_state_dir_turns_ingestion_on_with_its_defaults(tmp_path: Path) -> Non
     assert ingest.state_dir == tmp_path / "s" and ingest.log == WAL and ingest.lateness_days == 2
     assert (ingest.max_rows, ingest.sync_timeout_s, ingest.poll_s) == (10_000, 10.0, 0.05)
     assert (ingest.compact_every_s, ingest.clock) == (60.0, "wall")
+    assert (ingest.follow_share, ingest.key_share, ingest.lag_target_s) == (0.3, 0.5, 0.8)
+    off = parse_args(["--artifacts", ".", "--state-dir", "s", "--ingest-lag-target", "0"]).ingest
+    assert off.lag_target_s == 0.0  # the share alone paces the owner
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--ingest-dir", "d"], "need --state-dir"),
     (["--compact-every", "5"], "need --state-dir"),
+    (["--ingest-lag-target", "2"], "need --state-dir"),
+    (["--state-dir", "s", "--ingest-lag-target", "0.01"], "--ingest-lag-target must be 0 (off) or in"),
+    (["--state-dir", "s", "--ingest-lag-target", "nan"], "--ingest-lag-target must be 0 (off) or in"),
     (["--state-dir", "s", "--ingest-max-rows", "0"], "--ingest-max-rows must be in"),
     (["--state-dir", "s", "--ingest-log", "http://x"], "--ingest-log must be wal or redis[s]://"),
     (["--state-dir", "s", "--compact-every", "0.5"], "--compact-every must be at least 1 s"),
