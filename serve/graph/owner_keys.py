@@ -134,7 +134,7 @@ class KeyMaker:
             held = self.compilers.get(task.task)
             if task.compile and (held is None or held.inference is not inference):
                 self.compilers[task.task] = KeyCompiler(inference, view).start()
-                self.metrics[task.task].key_compile(task.task, "started")
+                self.metrics[task.task].key_compile("started")
 
     def _count_compiles_ended(self) -> None:
         """Count each compile that ended since the last call, done or failed (what a benchmark waits
@@ -142,7 +142,7 @@ class KeyMaker:
         for task, compiler in self.compilers.items():
             if compiler.done.is_set() and self._counted.get(task) is not compiler:
                 self._counted[task] = compiler
-                self.metrics[task].key_compile(task, "done" if compiler.seconds is not None else "failed")
+                self.metrics[task].key_compile("done" if compiler.seconds is not None else "failed")
 
     def _follow_models(self, graph: LiveGraph) -> bool:
         """Load the model version each task's workers are ordered to serve; whether one changed."""

@@ -96,6 +96,7 @@ class FollowerMetrics:
         self._compiles = Counter("relserve_article_key_compiles", "Compiles of the article keys' forward "
                                  "by the graph owner, by outcome (started, done, failed).",
                                  ["task", "outcome"], registry=registry)
+        self._task = task
         self._batches.inc(0)
         self._refreshes.inc(0)
         self._switches.inc(0)
@@ -115,9 +116,9 @@ class FollowerMetrics:
     def switched(self) -> None:
         self._switches.inc()
 
-    def key_compile(self, task: str, outcome: str) -> None:
-        """A compile of ``task``'s key forward ``"started"``, or ended ``"done"`` or ``"failed"``."""
-        self._compiles.labels(task, outcome).inc()
+    def key_compile(self, outcome: str) -> None:
+        """A compile of the task's key forward ``"started"``, or ended ``"done"`` or ``"failed"``."""
+        self._compiles.labels(self._task, outcome).inc()
 
 
 class IngestGauges(Collector):
