@@ -22,7 +22,7 @@ DEFAULT_POLL_S = 0.05
 # The graph owner's pacing (serve.ingest.pacing): every CPU-second it spends is taken from answers on
 # a busy machine, so it steps as rarely as a lag target of 0.8 s allows (a batch served within ~1 s
 # at p99 on the 2-core demo benchmark), and at most 0.3 of its time, the purchase keys (its costliest
-# work) at most half of that. Throughput while ingesting there: 0.90-0.91 of without with the
+# work) at most half of that. Throughput while ingesting there: 0.85-0.91 of without with the
 # target, 0.82-0.87 with the share alone (BENCHMARKS.md, "Ingestion under load").
 DEFAULT_FOLLOW_SHARE = 0.3
 DEFAULT_KEY_SHARE = 0.5

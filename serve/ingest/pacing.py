@@ -17,7 +17,7 @@ owner stepped ~2.4 times a second, its batches served within ~0.6 s at p99, and 
 cores from the answers. With a lag target ``T`` (``--ingest-lag-target``) the owner's steps pause
 longer, ``T - 2 c``: a batch that arrives as a step starts waits for that step, the pause and the
 next step, ``c + (T - 2c) + c = T``. The owner then spends what the target needs and no more (on
-the same benchmark, T = 0.8 s: ~1.3 steps a second, lag p99 0.81-0.94 s, half the owner's CPU);
+the same benchmark, T = 0.8 s: ~1.3 steps a second, lag p99 0.81-0.96 s, half the owner's CPU);
 the share still bounds it where a step costs more than the target leaves room for.
 
 Batches that arrive meanwhile stay in the log and are applied together at the next step (one
