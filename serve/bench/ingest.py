@@ -28,6 +28,7 @@ benchmark's own (clients, ingester, watcher) CPU seconds per second of each kind
 over the seconds the traffic ran; and how many graph versions and key refreshes the owner made per
 second while ingesting.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,6 +63,12 @@ COMPILE_TIMEOUT_S = 300.0  # the longest the warm-up waits for the owner's key c
 AUTH = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
 
 
+def connect(url: str) -> http.client.HTTPConnection:
+    """A connection to the server at ``url`` (``http://host:port``)."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    return http.client.HTTPConnection(host, int(port), timeout=30)
+
+
 class Ingester:
     """Posts batches at a steady rate and records when each was sent and which sequence it got."""
 
@@ -82,8 +89,7 @@ class Ingester:
         self.stop = threading.Event()
 
     def run(self) -> None:
-        host, port = self.url.removeprefix("http://").rsplit(":", 1)
-        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        conn = connect(self.url)
         next_at, n = time.perf_counter(), 0
         while not self.stop.is_set():
             next_at += self.interval
@@ -105,8 +111,7 @@ FIELDS = {"applied": "applied_sequence", "keyed": "visible_sequence"}
 def watch(url: str, stop: threading.Event, seen: dict[str, dict[int, float]], poll_s: float = 0.01) -> None:
     """Record when each sequence was first in every worker's graph (``seen["applied"]``) and first
     served with article keys that cover it (``seen["keyed"]``)."""
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    conn, last = http.client.HTTPConnection(host, int(port), timeout=30), dict.fromkeys(FIELDS, 0)
+    conn, last = connect(url), dict.fromkeys(FIELDS, 0)
     while not stop.is_set():
         conn.request("GET", "/ingest/status", headers=AUTH)
         status = json.loads(conn.getresponse().read())
@@ -130,8 +135,7 @@ def compiles_running(url: str) -> int:
 
 def graph_version(url: str) -> int:
     """The number of the graph owner's current published version (``GET /ingest/status``)."""
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn = connect(url)
     try:
         conn.request("GET", "/ingest/status", headers=AUTH)
         graph = json.loads(conn.getresponse().read())["graph"]
@@ -310,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
                     # Alone first, then ingesting first, and so on: a drift of the machine's speed
                     # within the round slows both alike.
                     for ingesting in ((False, True) if turn % 2 == 0 else (True, False)):
-                        start, first_version = measure(), graph_version(server.url)
+                        start = measure()
+                        first_version = graph_version(server.url) if ingesting else 0
                         result, end = watched_run(server, ingester if ingesting else None, requests, args,
                                                   seen if ingesting else unseen, measure,
                                                   args.seconds / args.alternations)
