@@ -11,6 +11,7 @@ from torch import Tensor
 
 from models.feature_definitions import NUM_TEMPORAL
 from models.graph.subgraph import SubgraphBatch
+from models.graph.temporal_cache import TemporalCache
 from models.graph.temporal_features import temporal_features
 from models.nn.inputs import ModelInputs, TableSpec
 
@@ -47,12 +48,24 @@ def _take(table: Tensor | np.ndarray, index: Tensor) -> Tensor:
     return table.index_select(0, index)
 
 
-def gather_inputs(source: FeatureSource, batch: SubgraphBatch) -> ModelInputs:
+def _temporal(source: FeatureSource, batch: SubgraphBatch, node_type: str,
+              cache: TemporalCache | None) -> Tensor:
+    times = batch.seed_time
+    if cache is not None and times.numel() and bool((times == times[0]).all()):
+        return cache.features(source, node_type, batch.node_ids[node_type], int(times[0]))
+    return temporal_features(source, node_type, batch.node_ids[node_type],
+                             times.index_select(0, batch.batch[node_type]))
+
+
+def gather_inputs(source: FeatureSource, batch: SubgraphBatch,
+                  cache: TemporalCache | None = None) -> ModelInputs:
     """Look up the feature rows of every sampled node.
 
     Args:
         source: feature tables indexed by the batch's global node ids (a snapshot).
         batch: the sampler's output.
+        cache: temporal features kept between versions of a live graph, for a batch whose trees all
+            share one seed time (:meth:`models.graph.sampler.TemporalSampler.sample_shared`).
 
     Returns:
         Unpadded inputs with ``seed_rows == num_seeds``.
@@ -62,9 +75,7 @@ def gather_inputs(source: FeatureSource, batch: SubgraphBatch) -> ModelInputs:
     if source.temporal:
         # Each node's aggregates are taken at its tree's seed time: the model sees, for every node,
         # its history up to the prediction time and nothing after.
-        num = {t: torch.cat([v, temporal_features(source, t, batch.node_ids[t],
-                                                  batch.seed_time.index_select(0, batch.batch[t]))], dim=1)
-               for t, v in num.items()}
+        num = {t: torch.cat([v, _temporal(source, batch, t, cache)], dim=1) for t, v in num.items()}
     return ModelInputs(
         cat={t: _take(source.categorical[t], ids) for t, ids in batch.node_ids.items()},
         num=num,

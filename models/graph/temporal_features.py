@@ -60,8 +60,22 @@ def temporal_features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) 
 
 
 def _features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tensor:
+    raw = raw_features(snapshot, node_type, ids, seed_time)
+    return finish_features(raw, prefix_sums(snapshot, node_type)[1])
+
+
+RAW_SPEND = slice(1, 3 * len(WINDOWS_DAYS), 3)
+"""The columns of :func:`raw_features` that :func:`finish_features` divides by the mean price."""
+_LOGGED = 3 * len(WINDOWS_DAYS) + 2  # per-window counts, spend and days, then the two lifetime counts
+
+
+def raw_features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tensor:
+    """``(N, NUM_TEMPORAL)`` float64 aggregates before :func:`finish_features`: counts, spend and
+    days not yet logged, spend not yet in units of the mean price (which every new edge moves,
+    while a node's own raw values move only with its own edges; see
+    :class:`models.graph.temporal_cache.TemporalCache`)."""
     csr = snapshot.adjacency[(node_type, OTHER[node_type])]
-    prefix, mean_price = prefix_sums(snapshot, node_type)
+    prefix, _ = prefix_sums(snapshot, node_type)
     n, w = ids.numel(), len(WINDOWS_DAYS)
     # One search and one gather per prefix array for every window at once: a serving batch has a
     # few dozen nodes, where the per-call overhead of ~50 small torch ops was most of the cost.
@@ -79,10 +93,9 @@ def _features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tenso
     spend = prefix.spend.index_select(0, positions).view(n, w + 2)
     days = prefix.day_starts.index_select(0, positions).view(n, w + 2)
     per_window = torch.stack([(end[:, None] - lo).double(),
-                              (spend[:, :1] - spend[:, 1:w + 1]).double() / mean_price,
+                              (spend[:, :1] - spend[:, 1:w + 1]).double(),
                               (days[:, :1] - days[:, 1:w + 1]).double()], dim=2).reshape(n, 3 * w)
     lifetime = torch.stack([(end - start).double(), (days[:, 0] - days[:, w + 1]).double()], dim=1)
-    logged = torch.cat([per_window, lifetime], dim=1).clamp(min=0.0).log1p() * LOG_SCALE
     has = end > start
     last_edge = (end - 1).clamp(min=0, max=max(csr.num_edges - 1, 0))
     first_edge = start.clamp(max=max(csr.num_edges - 1, 0))
@@ -95,7 +108,16 @@ def _features(snapshot, node_type: str, ids: Tensor, seed_time: Tensor) -> Tenso
     cap = math.log1p(RECENCY_CAP_DAYS)
     recency = since_last.clamp(max=RECENCY_CAP_DAYS).double().log1p() / cap
     age = since_first.clamp(min=0, max=RECENCY_CAP_DAYS).double().log1p() / cap
-    return torch.cat([logged, recency[:, None], age[:, None], has[:, None].double(), weeks], dim=1).float()
+    return torch.cat([per_window, lifetime, recency[:, None], age[:, None], has[:, None].double(), weeks],
+                     dim=1)
+
+
+def finish_features(raw: Tensor, mean_price: float) -> Tensor:
+    """:func:`raw_features` -> the model's float32 inputs: spend in units of ``mean_price``, counts,
+    spend and days as ``log1p`` scaled (the same operations, in the same order, as computing them at once)."""
+    logged = raw[:, :_LOGGED].clone()
+    logged[:, RAW_SPEND] /= mean_price
+    return torch.cat([logged.clamp(min=0.0).log1p() * LOG_SCALE, raw[:, _LOGGED:]], dim=1).float()
 
 
 def _active_weeks(week_ends: Tensor) -> Tensor:

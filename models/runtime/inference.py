@@ -29,6 +29,7 @@ from models.graph.buckets import BucketLadder
 from models.graph.features import gather_inputs
 from models.graph.history import snapshot_history
 from models.graph.sampler import SamplerConfig, TemporalSampler
+from models.graph.temporal_cache import TemporalCache
 from models.nn.inputs import ModelInputs, PurchaseHistory, TableSpec
 from models.nn.model import TaskModel
 from models.nn.ranking import RankParts
@@ -156,6 +157,7 @@ class TaskInference(ServingGraph):
         self.popularity: dict[tuple, Tensor] = {}  # per graph version, every article's recent sales
         # The article keys' forward when compiled for them (models.runtime.key_compile), else the model.
         self.key_forward: Callable[[ModelInputs], Tensor] | None = None
+        self.key_temporal = TemporalCache()  # the keys' temporal features, kept across graph versions
         self._graphs_after_warmup: int | None = None
 
     @classmethod

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from models.graph.features import gather_inputs
 from models.graph.history import snapshot_popularity
+from models.graph.temporal_cache import TemporalCache
 from models.nn.inputs import ModelInputs
 from models.schema import ARTICLE
 
@@ -65,9 +66,10 @@ def graph_version(graph: Any) -> tuple[Any, int, int]:
 class ServingGraph:
     """The graph and article-key methods of :class:`models.runtime.inference.TaskInference` (which
     sets ``_serving``, ``task``, ``spec``, ``bundle_dir``, ``model``, ``sampler``, ``device``,
-    ``popularity``, ``article_keys``, ``key_forward``)."""
+    ``popularity``, ``article_keys``, ``key_forward``, ``key_temporal``)."""
 
     _serving: Serving
+    key_temporal: TemporalCache
 
     @property
     def snapshot(self) -> Any:
@@ -161,11 +163,13 @@ class ServingGraph:
         # Chunks of equal size (within one) of at most ARTICLE_KEY_BATCH, their trees sharing what
         # they hold alike: the cost per article is lowest around that size (docs/fresh-graph.md).
         for seeds in everything.tensor_split(max(1, -(-num // ARTICLE_KEY_BATCH))):
-            output = forward(self.article_key_inputs(seeds, seed_time, graph))
+            output = forward(self.article_key_inputs(seeds, seed_time, graph, self.key_temporal))
             keys.append(self.model.head.with_prior(output, popularity[seeds].to(self.device)))
         return torch.cat(keys)
 
-    def article_key_inputs(self, seeds: Tensor, seed_time: int, graph: Any) -> ModelInputs:
-        """The model's inputs for the article keys of ``seeds`` (one chunk, their trees sampled together)."""
+    def article_key_inputs(self, seeds: Tensor, seed_time: int, graph: Any,
+                           cache: TemporalCache | None = None) -> ModelInputs:
+        """The model's inputs for the article keys of ``seeds`` (one chunk, their trees sampled together;
+        ``cache``: the temporal features kept from the last versions, :mod:`models.graph.temporal_cache`)."""
         sampled = self.sampler.sample_shared(ARTICLE, seeds, seed_time, graph=graph)
-        return gather_inputs(graph, sampled).to(self.device)
+        return gather_inputs(graph, sampled, cache).to(self.device)

@@ -1,0 +1,91 @@
+"""The temporal features kept between live-graph versions equal those computed afresh, bit for bit,
+and only the nodes whose edges moved are computed again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import models.store.live_csr as live_csr
+from models.feature_definitions import NUM_TEMPORAL
+from models.graph.temporal_cache import TemporalCache
+from models.graph.temporal_features import temporal_features
+from models.schema import ARTICLE, CUSTOMER, NODE_TYPES
+from models.store.live import LiveGraph
+from models.store.records import IngestBatch
+from models.store.snapshot import GraphSnapshot
+from models.store.tables import RelTables
+from training.synth.tables import tables_from_purchases
+
+CUSTOMERS, ARTICLES, CUT = 40, 30, 150
+
+
+def _batch(sequence: int, tables: RelTables, rows: list[tuple[int, int, int]]) -> IngestBatch:
+    customer_ids = [i.decode() for i in tables.customers.ids]
+    article_ids = [i.decode() for i in tables.articles.ids]
+    return IngestBatch(sequence, "transactions", {
+        "day": [d for _, _, d in rows], "customer_id": [customer_ids[c] for c, _, _ in rows],
+        "article_id": [article_ids[a] for _, a, _ in rows],
+        "price": [0.01 * (1 + c % 5) for c, _, _ in rows]})
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[GraphSnapshot, RelTables]:
+    rng = np.random.default_rng(7)
+    size = 900
+    tables = tables_from_purchases(rng.integers(0, CUSTOMERS - 2, size), rng.integers(0, ARTICLES, size),
+                                   np.sort(rng.integers(20, CUT + 1, size)), CUSTOMERS, ARTICLES, seed=2)
+    return GraphSnapshot.build(tables, Path(tmp_path_factory.mktemp("base")), progress=False), tables
+
+
+def _equal_everywhere(cache: TemporalCache, view, seed_time: int) -> None:
+    for node_type in NODE_TYPES:
+        count = view.num_nodes[node_type]
+        ids = torch.cat([torch.arange(count), torch.arange(0, count, 3)])  # repeats too
+        expected = temporal_features(view, node_type, ids, torch.full_like(ids, seed_time))
+        assert torch.equal(cache.features(view, node_type, ids, seed_time), expected)
+
+
+@pytest.mark.parametrize("read", ["merged", "overlay"])
+def test_kept_features_equal_fresh_ones_and_only_touched_nodes_are_recomputed(
+        base: tuple[GraphSnapshot, RelTables], read: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if read == "overlay":
+        monkeypatch.setattr(live_csr, "MERGED_MAX_EDGES", -1)
+    snapshot, tables = base
+    live, cache, seed_time = LiveGraph(snapshot), TemporalCache(), CUT + 2
+    _equal_everywhere(cache, live.view(), seed_time)
+    assert cache.computed == CUSTOMERS + ARTICLES
+    rows = [(3, 5, CUT + 1), (3, 6, CUT + 1), (11, 5, CUT)]  # on the last days
+    live.apply(_batch(1, tables, rows))
+    _equal_everywhere(cache, live.view(), seed_time)  # the mean price moved for every node
+    assert cache.computed == CUSTOMERS + ARTICLES + 2 + 2  # customers 3 and 11, articles 5 and 6
+    live.apply(_batch(2, tables, [(20, 7, 40)]))  # a late row, long before the base's last day
+    _equal_everywhere(cache, live.view(), seed_time)
+    assert cache.computed == CUSTOMERS + ARTICLES + 4 + 2
+    live.apply(_batch(3, tables, [(21, 8, CUT + 5)]))  # after the seed time: counted nowhere, still refreshed
+    _equal_everywhere(cache, live.view(), seed_time)
+
+
+def test_new_nodes_a_new_seed_time_and_a_new_base(base: tuple[GraphSnapshot, RelTables],
+                                                   tmp_path: Path) -> None:
+    snapshot, tables = base
+    live, cache = LiveGraph(snapshot), TemporalCache()
+    _equal_everywhere(cache, live.view(), CUT + 1)
+    live.apply(IngestBatch(1, "customers", {"customer_id": ["new-customer"]}))
+    live.apply(IngestBatch(2, "transactions", {"day": [CUT], "customer_id": ["new-customer"],
+                                               "article_id": [tables.articles.ids[4].decode()],
+                                               "price": [0.02]}))
+    view = live.view()
+    assert view.num_nodes[CUSTOMER] == CUSTOMERS + 1
+    _equal_everywhere(cache, view, CUT + 1)
+    computed = cache.computed
+    _equal_everywhere(cache, view, CUT - 30)  # another seed time: every node again
+    assert cache.computed == computed + CUSTOMERS + 1 + ARTICLES
+    other = GraphSnapshot.build(tables, tmp_path / "other", progress=False)
+    computed = cache.computed
+    _equal_everywhere(cache, other, CUT - 30)  # another base (a compaction): every node again
+    assert cache.computed == computed + CUSTOMERS + ARTICLES
+    assert cache.features(other, ARTICLE, torch.empty(0, dtype=torch.long), CUT).shape == (0, NUM_TEMPORAL)
