@@ -69,7 +69,7 @@ class TemporalCache:
             kept.slot = grown
         slot = kept.slot.index_select(0, distinct)
         known = slot >= 0
-        stale = ~known.clone()
+        stale = ~known
         stale[known] = kept.degree.index_select(0, slot[known]) != degree[known]
         if bool(stale.any()):
             self._update(graph, node_type, kept, distinct[stale], degree[stale], slot[stale], seed_time)
