@@ -172,6 +172,39 @@ def test_epoch_milliseconds_are_refused(tmp_path: Path) -> None:
         load(write(tmp_path, orders(InvoiceDate=["1291189500000"] * 3)))
 
 
+@pytest.mark.parametrize("file_format", ["csv", "parquet"])
+def test_integer_day_numbers_with_their_day_0(tmp_path: Path, file_format: str) -> None:
+    spec = 'time_format = "days since 2019-12-31"'  # day 1 is 2020-01-01
+    day = load(write(tmp_path, orders(InvoiceDate=[1, 1, 711]), file_format, spec)).transactions.day
+    first = day_number("2020-01-01")
+    assert day.dtype == np.int32 and day.tolist() == [first, first, first + 710]
+
+
+@pytest.mark.parametrize("file_format", ["csv", "parquet"])
+def test_small_integers_are_not_taken_for_epoch_seconds(tmp_path: Path, file_format: str) -> None:
+    # Inferred as epoch seconds, day numbers 1..711 would all be 1970-01-01: every line on one day.
+    expected = r"InvoiceDate holds small numbers \(1 \.\. 711\): .* 'days since YYYY-MM-DD'"
+    with pytest.raises(DataError, match=expected):
+        load(write(tmp_path, orders(InvoiceDate=[1, 5, 711]), file_format))
+
+
+def test_a_timestamp_feature_in_day_numbers(tmp_path: Path) -> None:
+    extra = ('\n[customers]\nfile = "customers.csv"\nid = "Customer ID"\n'
+             'time_format = "days since 2019-12-31"\nfeatures = { since = "timestamp" }\n')
+    write(tmp_path, orders(), spec_extra=extra)
+    pa_csv.write_csv(pa.table({"Customer ID": ["c1", "c2"], "since": [1, 11]}), tmp_path / "customers.csv")
+    customers = load(tmp_path).customers
+    # read as epoch seconds both would be day 0 and the feature constant; as days they are 10 apart
+    assert customers.numeric_names == ("since", "since_missing")
+    assert customers.numeric.tolist() == [[-1.0, 0.0], [1.0, 0.0]]
+
+
+@pytest.mark.parametrize("time_format", ["days since 2019-13-45", "days since yesterday"])
+def test_a_day_0_that_is_no_date_is_refused_with_the_spec(tmp_path: Path, time_format: str) -> None:
+    with pytest.raises(DataError, match="after 'days since' give the date of day 0 as YYYY-MM-DD"):
+        load(write(tmp_path, orders(InvoiceDate=[1, 5, 711]), spec_extra=f'time_format = "{time_format}"'))
+
+
 def test_a_time_of_no_known_form_asks_for_a_format(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="cannot infer the form of time column InvoiceDate from '12/1/2010 "):
         load(write(tmp_path, orders(InvoiceDate=["12/1/2010 7:45"] * 3)))

@@ -26,7 +26,7 @@ from training.data.common import DataError, show
 from training.data.convert import FLOAT64, TEXT, ColumnRead, ConversionError
 from training.data.spec import AUTO, CATEGORICAL, NUMERIC, TIMESTAMP, Feature
 from training.data.spec import TEXT as TEXT_TYPE
-from training.data.times import DATETIME_FORM, day_numbers, formatted
+from training.data.times import DATETIME_FORM, EPOCH_FORM, formatted
 
 MAX_INTEGER_CATEGORIES = 64
 TEXT_MIN_LENGTH = 20
@@ -136,7 +136,7 @@ def _days(values: pa.Array, column: str, where: Callable[[int], str], time_forma
     in ``time_format``."""
     present = pc.drop_null(values)
     if time_format is None and len(present) and pc.all(pc.match_substring_regex(present, _INTEGER)).as_py():
-        values = values.cast(pa.int64())
+        form, values = EPOCH_FORM, values.cast(pa.int64())
     else:
         form = DATETIME_FORM if time_format is None else formatted(time_format)
         try:
@@ -146,7 +146,7 @@ def _days(values: pa.Array, column: str, where: Callable[[int], str], time_forma
                             f"{form.words}") from None
     days = np.full(len(values), np.nan)
     valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
-    days[valid] = day_numbers(pc.drop_null(values))
+    days[valid] = form.days(pc.drop_null(values))
     return pa.array(days)
 
 

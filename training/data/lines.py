@@ -23,7 +23,7 @@ from training.data.convert import FLOAT32, FLOAT64, TEXT, ColumnRead, Conversion
 from training.data.ids import ID, id_text
 from training.data.sources import SourceFile, read_batches, resolve_files, table_label
 from training.data.spec import TransactionsSpec
-from training.data.times import check_epoch_days, day_numbers, time_form
+from training.data.times import TimeForm, check_epoch_days, time_form
 
 # Rows per group: a group is mapped to node indices at once (see training.data.transactions);
 # ~0.35 GB of id text per group at H&M size.
@@ -108,7 +108,7 @@ def transaction_lines(data_dir: Path, spec: TransactionsSpec, extra: Mapping[str
             batches = read_batches(file, reads, lambda done, start=start: bar.update(start + done - bar.n))
             for group, row_offset in row_groups(batches):
                 rows_read += group.num_rows
-                lines = _typed(file, spec, group, row_offset, form.epoch, list(extra or {}))
+                lines = _typed(file, spec, group, row_offset, form, list(extra or {}))
                 rows_kept += len(lines.rows)
                 yield lines
             bar.update(start + file.path.stat().st_size - bar.n)
@@ -118,7 +118,7 @@ def transaction_lines(data_dir: Path, spec: TransactionsSpec, extra: Mapping[str
         raise DataError(f"{label}: none of the {rows_read:,} rows passes the filter")
 
 
-def _typed(file: SourceFile, spec: TransactionsSpec, group: pa.Table, row_offset: int, epoch: bool,
+def _typed(file: SourceFile, spec: TransactionsSpec, group: pa.Table, row_offset: int, form: TimeForm,
            extra: list[str]) -> LineGroup:
     rows = np.arange(row_offset, row_offset + group.num_rows, dtype=np.int64)
     if spec.filter:
@@ -128,8 +128,8 @@ def _typed(file: SourceFile, spec: TransactionsSpec, group: pa.Table, row_offset
     value_columns = [c for c in (spec.price, spec.amount, spec.quantity) if c]
     for column in (spec.time, *value_columns):
         _require_present(file, group[column], column, rows)
-    day = day_numbers(group[spec.time])
-    if epoch:
+    day = form.days(group[spec.time])
+    if form.epoch:
         check_epoch_days(file, spec.time, day, rows)
     if spec.price and spec.quantity:
         value = (group[spec.price].to_numpy() * group[spec.quantity].to_numpy()).astype(np.float32)

@@ -25,6 +25,7 @@ from training.data.spec import (
     NodeSpec,
     TransactionsSpec,
 )
+from training.data.times import formatted
 
 SPEC_FILE = "relserve.toml"
 _TRANSACTION_KEYS = ("file", "customer", "article", "time", "time_format", "price", "amount", "quantity",
@@ -168,9 +169,14 @@ def _node(origin: str, name: str, table: Mapping[str, Any], role_column: str) ->
 
 def _time_format(origin: str, where: str, table: Mapping[str, Any]) -> str | None:
     value = _text(origin, where, table, "time_format")
-    if value is not None and "%" not in value:
+    if value is not None and value.strip().startswith("days since"):
+        try:
+            formatted(value)  # integer day numbers: the date of day 0 must parse
+        except DataError as e:
+            raise SpecError(f"{origin}: {where} {e}") from None
+    elif value is not None and "%" not in value:
         raise SpecError(f"{origin}: {where} time_format: must be a strptime format such as "
-                        f"'%Y-%m-%d %H:%M', got {value!r}")
+                        f"'%Y-%m-%d %H:%M', or 'days since YYYY-MM-DD' for integer day numbers, got {value!r}")
     return value
 
 

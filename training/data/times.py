@@ -4,7 +4,10 @@ Every task is day-based, so a timestamp keeps only its day (days since 1970-01-0
 :func:`models.schema.day_number`). Without a ``time_format`` the form is inferred from the first
 values: ISO dates (``2010-12-01``), ISO dates and times (``2010-12-01 08:26:00``,
 ``2010-12-01T08:26``; with a zone offset or ``Z`` the UTC day is kept), or integer epoch seconds.
-A Parquet date or timestamp column is read as it is.
+A Parquet date or timestamp column is read as it is. Integer day numbers (day 1, 2, ... of a panel,
+as some exports count time) are read with ``time_format = "days since YYYY-MM-DD"``, the date of
+day 0; inferred, they would pass for epoch seconds of 1970-01-01 and put every line on one day, so
+integers that small are refused with that advice.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ _EPOCH = re.compile(r"-?\d+")
 _UNITS_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
 _SAMPLE = 1000
 _EPOCH_DAYS = (-25_567, 84_006)  # 1900-01-01 .. 2200-01-01: beyond, epoch seconds were not meant
+_DAYS_SINCE = re.compile(r"days since (.*)")
+# Epoch seconds all within 1970 are day numbers or counters, not the times of a shop's sales.
+_FIRST_YEAR_SECONDS = 365 * 86_400
 
 
 @dataclass(frozen=True)
@@ -39,12 +45,20 @@ class TimeForm:
         words: what a value must be, for messages.
         time_format: the ``strptime`` format, if one is used.
         epoch: integer epoch seconds.
+        origin: integer day numbers: the day number (since 1970-01-01) of their day 0.
     """
 
     arrow_type: pa.DataType
     words: str
     time_format: str | None = None
     epoch: bool = False
+    origin: int | None = None
+
+    def days(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """``(N,)`` int32 days since 1970-01-01 of the column's values (read by :meth:`column_read`)."""
+        if self.origin is None:
+            return day_numbers(values)
+        return (values.cast(pa.int64()).to_numpy() + self.origin).astype(np.int32)
 
     def column_read(self) -> ColumnRead:
         """The :class:`ColumnRead` of the column: native dates and timestamps of a Parquet file are
@@ -56,7 +70,7 @@ class TimeForm:
         if not _is_text(kind):  # a Parquet date, timestamp or epoch number: read as it is
             return values
         text = to_text(values)
-        if self.time_format is None:
+        if self.time_format is None or self.origin is not None:
             return _cast(text, self.arrow_type)
         parsed = pc.strptime(text, format=self.time_format, unit="s", error_is_null=True)
         bad = pc.and_(pc.is_null(parsed), pc.is_valid(text))
@@ -85,8 +99,23 @@ EPOCH_FORM = TimeForm(pa.int64(), "an integer (epoch seconds)", epoch=True)
 
 
 def formatted(time_format: str) -> TimeForm:
-    """The form of times written in the ``strptime`` format ``time_format``."""
-    return TimeForm(pa.timestamp("s"), f"a time in the format {time_format}", time_format)
+    """The form of times written in the ``strptime`` format ``time_format``, or integer day numbers
+    for ``"days since YYYY-MM-DD"``.
+
+    Raises:
+        DataError: ``"days since"`` followed by anything but an ISO date.
+    """
+    since = _DAYS_SINCE.fullmatch(time_format.strip())
+    if since is None:
+        return TimeForm(pa.timestamp("s"), f"a time in the format {time_format}", time_format)
+    try:
+        origin = int(np.datetime64(since.group(1).strip(), "D").astype(np.int64))
+    except ValueError:
+        origin = None
+    if origin is None or not _DATE.fullmatch(since.group(1).strip()):
+        raise DataError(f"time_format {show(time_format)}: after 'days since' give the date of day 0 as "
+                        "YYYY-MM-DD, e.g. 'days since 2020-01-01'")
+    return TimeForm(pa.int64(), f"an integer day number ({time_format})", time_format, origin=origin)
 
 
 def time_form(file: SourceFile, column: str, time_format: str | None) -> TimeForm:
@@ -102,17 +131,27 @@ def time_form(file: SourceFile, column: str, time_format: str | None) -> TimeFor
     first = first_values(file, column, _SAMPLE * 4)
     if file.format == PARQUET and not _is_text(first.type):
         numeric = pa.types.is_integer(first.type) or pa.types.is_floating(first.type)
-        return EPOCH_FORM if numeric else DATETIME_FORM
+        return _epoch(file, column, pc.drop_null(first)) if numeric else DATETIME_FORM
     values = [v for v in to_text(first).to_pylist() if v][:_SAMPLE]
     if not values:
         return DATE_FORM
     for pattern, form in ((_DATE, DATE_FORM), (_DATETIME, DATETIME_FORM), (_DATETIME_ZONE, ZONED_FORM),
                           (_EPOCH, EPOCH_FORM)):
         if all(pattern.fullmatch(v) for v in values):
-            return form
+            return _epoch(file, column, pa.array([int(v) for v in values])) if form.epoch else form
     odd = next(v for v in values if not _DATETIME.fullmatch(v))
     raise DataError(f"{file.name}: cannot infer the form of time column {column} from {show(odd)}: set "
                     "time_format in [transactions] (a strptime format such as '%m/%d/%Y %H:%M')")
+
+
+def _epoch(file: SourceFile, column: str, first: pa.Array) -> TimeForm:
+    """:data:`EPOCH_FORM`, unless the first values are all within 1970's first year of seconds."""
+    low, high = (pc.min(first).as_py(), pc.max(first).as_py()) if len(first) else (None, None)
+    if low is not None and low >= 0 and high < _FIRST_YEAR_SECONDS:
+        raise DataError(f"{file.name}: time column {column} holds small numbers ({show(low)} .. "
+                        f"{show(high)}): as epoch seconds every line would fall in 1970; if they count days, "
+                        "set time_format = 'days since YYYY-MM-DD' (the date of day 0) in [transactions]")
+    return EPOCH_FORM
 
 
 def _is_text(kind: pa.DataType) -> bool:
