@@ -142,11 +142,14 @@ def run_prometheus(server: ServerProcess, tmp_path: Path) -> Iterator[str]:
 
 
 def query(url: str, expr: str, at: float | None = None) -> list[dict]:
-    """Result of an instant query; ``[]`` while Prometheus is not up yet."""
+    """Result of an instant query; ``[]`` while Prometheus is not up yet (no listener, or its API's
+    plain-text 503 "Service Unavailable" until its storage is ready)."""
     params = {"query": expr, **({"time": f"{at:.3f}"} if at else {})}
     try:
         response = requests.get(f"{url}/api/v1/query?{urllib.parse.urlencode(params)}", timeout=10)
     except requests.ConnectionError:
+        return []
+    if response.status_code == 503:
         return []
     body = response.json()
     assert body["status"] == "success", f"{expr}: {body}"
