@@ -199,7 +199,7 @@ def test_a_timestamp_feature_in_day_numbers(tmp_path: Path) -> None:
     assert customers.numeric.tolist() == [[-1.0, 0.0], [1.0, 0.0]]
 
 
-@pytest.mark.parametrize("time_format", ["days since 2019-13-45", "days since yesterday"])
+@pytest.mark.parametrize("time_format", ["days since 2019-13-45", "days since yesterday", "days since"])
 def test_a_day_0_that_is_no_date_is_refused_with_the_spec(tmp_path: Path, time_format: str) -> None:
     with pytest.raises(DataError, match="after 'days since' give the date of day 0 as YYYY-MM-DD"):
         load(write(tmp_path, orders(InvoiceDate=[1, 5, 711]), spec_extra=f'time_format = "{time_format}"'))

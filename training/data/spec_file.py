@@ -25,7 +25,7 @@ from training.data.spec import (
     NodeSpec,
     TransactionsSpec,
 )
-from training.data.times import formatted
+from training.data.times import DAYS_SINCE, formatted
 
 SPEC_FILE = "relserve.toml"
 _TRANSACTION_KEYS = ("file", "customer", "article", "time", "time_format", "price", "amount", "quantity",
@@ -169,7 +169,7 @@ def _node(origin: str, name: str, table: Mapping[str, Any], role_column: str) ->
 
 def _time_format(origin: str, where: str, table: Mapping[str, Any]) -> str | None:
     value = _text(origin, where, table, "time_format")
-    if value is not None and value.strip().startswith("days since"):
+    if value is not None and value.strip().startswith(DAYS_SINCE):
         try:
             formatted(value)  # integer day numbers: the date of day 0 must parse
         except DataError as e:

@@ -31,7 +31,7 @@ _EPOCH = re.compile(r"-?\d+")
 _UNITS_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
 _SAMPLE = 1000
 _EPOCH_DAYS = (-25_567, 84_006)  # 1900-01-01 .. 2200-01-01: beyond, epoch seconds were not meant
-_DAYS_SINCE = re.compile(r"days since (.*)")
+DAYS_SINCE = "days since"  # the time_format of integer day numbers: "days since YYYY-MM-DD"
 # Epoch seconds all within 1970 are day numbers or counters, not the times of a shop's sales.
 _FIRST_YEAR_SECONDS = 365 * 86_400
 
@@ -105,14 +105,15 @@ def formatted(time_format: str) -> TimeForm:
     Raises:
         DataError: ``"days since"`` followed by anything but an ISO date.
     """
-    since = _DAYS_SINCE.fullmatch(time_format.strip())
-    if since is None:
+    text = time_format.strip()
+    if not text.startswith(DAYS_SINCE):
         return TimeForm(pa.timestamp("s"), f"a time in the format {time_format}", time_format)
+    day_0 = text.removeprefix(DAYS_SINCE).strip()
     try:
-        origin = int(np.datetime64(since.group(1).strip(), "D").astype(np.int64))
-    except ValueError:
+        origin = int(np.datetime64(day_0, "D").astype(np.int64)) if _DATE.fullmatch(day_0) else None
+    except ValueError:  # 2019-13-45
         origin = None
-    if origin is None or not _DATE.fullmatch(since.group(1).strip()):
+    if origin is None:
         raise DataError(f"time_format {show(time_format)}: after 'days since' give the date of day 0 as "
                         "YYYY-MM-DD, e.g. 'days since 2020-01-01'")
     return TimeForm(pa.int64(), f"an integer day number ({time_format})", time_format, origin=origin)
