@@ -8,7 +8,7 @@ group is held at a time; the files are read in blocks (CSV) or batches (Parquet)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from training.data.common import DataError, show
 from training.data.conditions import row_mask
 from training.data.convert import FLOAT32, FLOAT64, TEXT, ColumnRead, ConversionError
 from training.data.ids import ID, id_text
+from training.data.joins import open_joins, source_file
 from training.data.sources import SourceFile, read_batches, resolve_files, table_label
 from training.data.spec import TransactionsSpec
 from training.data.times import TimeForm, check_epoch_days, time_form
@@ -80,7 +81,8 @@ def _reads(spec: TransactionsSpec, form_read: ColumnRead,
 
 
 def transaction_lines(data_dir: Path, spec: TransactionsSpec, extra: Mapping[str, ColumnRead] | None = None,
-                      progress: bool = True, desc: str = "") -> Iterator[LineGroup]:
+                      progress: bool = True, desc: str = "",
+                      note: Callable[[str], object] | None = None) -> Iterator[LineGroup]:
     """The filtered purchase lines of ``spec``'s files, group by group, in file order.
 
     Args:
@@ -89,18 +91,23 @@ def transaction_lines(data_dir: Path, spec: TransactionsSpec, extra: Mapping[str
         extra: more columns to read (attributes of a derived table) and how.
         progress: show a bar over the bytes of the files on stderr when it is a terminal.
         desc: the bar's label (default: the file name or glob).
+        note: receives, after the last group, the count of lines each joined table dropped.
 
     Raises:
         DataError: a missing file or column, no rows at all, an empty time or value, a value that
-            does not parse, or a filter comparing text as a number.
+            does not parse, a filter comparing text as a number, or a bad joined table
+            (:func:`training.data.joins.open_joins`).
     """
     files = resolve_files(data_dir, spec.file)
-    form = time_form(files[0], spec.time, spec.time_format)
-    reads = _reads(spec, form.column_read(), extra or {})
-    for file in files:
-        file.require((*reads, *([spec.channel] if spec.channel else [])))
-    total = sum(f.path.stat().st_size for f in files)
     label = table_label(spec.file, files)
+    form = time_form(source_file(data_dir, files[0], spec.join, spec.time), spec.time, spec.time_format)
+    channel = (spec.channel,) if spec.channel else ()
+    joins = open_joins(data_dir, spec.join, files[0], label, _reads(spec, form.column_read(), extra or {}),
+                       channel)
+    reads = joins.lines
+    for file in files:
+        file.require((*reads, *(() if spec.join else channel)))
+    total = sum(f.path.stat().st_size for f in files)
     rows_read = rows_kept = 0
     with progress_bar(total=total, desc=desc or label, unit="B", unit_scale=True, enabled=progress) as bar:
         for file in files:
@@ -108,19 +115,23 @@ def transaction_lines(data_dir: Path, spec: TransactionsSpec, extra: Mapping[str
             batches = read_batches(file, reads, lambda done, start=start: bar.update(start + done - bar.n))
             for group, row_offset in row_groups(batches):
                 rows_read += group.num_rows
-                lines = _typed(file, spec, group, row_offset, form, list(extra or {}))
+                rows = np.arange(row_offset, row_offset + group.num_rows, dtype=np.int64)
+                lines = _typed(file, spec, *joins.apply(group, rows), form, list(extra or {}))
                 rows_kept += len(lines.rows)
                 yield lines
             bar.update(start + file.path.stat().st_size - bar.n)
     if rows_read == 0:
         raise DataError(f"{label}: no data rows (only a header)")
+    unmatched = joins.notes(label)
     if rows_kept == 0:
-        raise DataError(f"{label}: none of the {rows_read:,} rows passes the filter")
+        why = f" ({'; '.join(unmatched)})" if unmatched else ""
+        raise DataError(f"{label}: none of the {rows_read:,} rows passes the filter{why}")
+    for line in unmatched if note is not None else ():
+        note(line)
 
 
-def _typed(file: SourceFile, spec: TransactionsSpec, group: pa.Table, row_offset: int, form: TimeForm,
+def _typed(file: SourceFile, spec: TransactionsSpec, group: pa.Table, rows: np.ndarray, form: TimeForm,
            extra: list[str]) -> LineGroup:
-    rows = np.arange(row_offset, row_offset + group.num_rows, dtype=np.int64)
     if spec.filter:
         keep = _filter_mask(file, spec, group, rows)
         if not keep.all():

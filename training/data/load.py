@@ -76,7 +76,7 @@ def load_tables(data_dir: Path, progress: bool = True, strict: bool = True,
         nodes[node.table] = (derived[node.table] if node.ids_from_transactions
                              else read_entities(data_dir, node, note, progress))
     transactions, unknown = read_purchases(data_dir, spec.transactions, nodes["customers"], nodes["articles"],
-                                           strict, progress)
+                                           strict, progress, note)
     if unknown:
         warnings.warn(
             UnknownReferenceWarning(f"{unknown.message()}; dropped {unknown.rows_dropped} rows", unknown),

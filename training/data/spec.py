@@ -82,6 +82,21 @@ class NodeSpec:
 
 
 @dataclass(frozen=True)
+class JoinSpec:
+    """A table joined onto the transaction lines (:mod:`training.data.joins`).
+
+    Args:
+        file: a file name or glob under the data directory.
+        on: the lines' column (or a table's joined before) holding the key.
+        id: the table's key column, one row per value; by default named as ``on``.
+    """
+
+    file: str
+    on: str
+    id: str
+
+
+@dataclass(frozen=True)
 class TransactionsSpec:
     """The transactions table: one row per purchase line.
 
@@ -97,6 +112,7 @@ class TransactionsSpec:
         quantity: the quantity column; only with ``price``.
         channel: the sales channel column (checked to exist; the model does not read it yet).
         filter: conditions every kept row meets (see :mod:`training.data.conditions`).
+        join: tables whose columns every line takes by key (an order header), in order.
     """
 
     file: str
@@ -109,6 +125,7 @@ class TransactionsSpec:
     quantity: str | None = None
     channel: str | None = None
     filter: tuple[Condition, ...] = ()
+    join: tuple[JoinSpec, ...] = ()
 
     @property
     def has_amount(self) -> bool:

@@ -22,6 +22,7 @@ from training.data.spec import (
     HM_SPEC,
     DatasetSpec,
     Feature,
+    JoinSpec,
     NodeSpec,
     TransactionsSpec,
 )
@@ -29,7 +30,8 @@ from training.data.times import DAYS_SINCE, formatted
 
 SPEC_FILE = "relserve.toml"
 _TRANSACTION_KEYS = ("file", "customer", "article", "time", "time_format", "price", "amount", "quantity",
-                     "channel", "filter")
+                     "channel", "filter", "join")
+_JOIN_KEYS = ("file", "on", "id")
 _REQUIRED = ("file", "customer", "article", "time")
 _NODE_KEYS = ("file", "from", "id", "features", "max_id_bytes", "time_format")
 _TABLES = ("transactions", "customers", "articles")
@@ -121,7 +123,7 @@ def _text(origin: str, where: str, table: Mapping[str, Any], key: str, required:
 def _transactions(origin: str, table: Mapping[str, Any]) -> TransactionsSpec:
     where = "[transactions]"
     _known_keys(origin, where, table, _TRANSACTION_KEYS)
-    text = {key: _text(origin, where, table, key, key in _REQUIRED) for key in _TRANSACTION_KEYS[:-1]}
+    text = {key: _text(origin, where, table, key, key in _REQUIRED) for key in _TRANSACTION_KEYS[:-2]}
     if text["price"] and text["amount"]:
         raise SpecError(f"{origin}: {where} give price (unit price) or amount (line total), not both")
     if text["quantity"] and not text["price"]:
@@ -138,7 +140,22 @@ def _transactions(origin: str, table: Mapping[str, Any]) -> TransactionsSpec:
             parsed.append(parse_condition(condition))
         except ConditionError as err:
             raise SpecError(f"{origin}: {where} filter[{k}]: {err}") from None
-    return TransactionsSpec(**text, filter=tuple(parsed))
+    return TransactionsSpec(**text, filter=tuple(parsed), join=_joins(origin, where, table.get("join", [])))
+
+
+def _joins(origin: str, where: str, value: Any) -> tuple[JoinSpec, ...]:
+    if isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(j, Mapping) for j in value):
+        raise SpecError(f"{origin}: {where} join: must be a list of tables such as "
+                        f"[{{ file = \"orders.csv\", on = \"order_id\" }}], got {value!r}")
+    joins = []
+    for k, join in enumerate(value):
+        at = f"{where} join[{k}]"
+        _known_keys(origin, at, join, _JOIN_KEYS)
+        file, on = _text(origin, at, join, "file", True), _text(origin, at, join, "on", True)
+        joins.append(JoinSpec(file, on, _text(origin, at, join, "id") or on))
+    return tuple(joins)
 
 
 def _node(origin: str, name: str, table: Mapping[str, Any], role_column: str) -> NodeSpec:

@@ -8,6 +8,7 @@ its node table is an error, or (``strict=False``) dropped and counted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,7 +83,8 @@ class UnknownReferences:
 
 
 def read_purchases(data_dir: Path, spec: TransactionsSpec, customers: NodeTable, articles: NodeTable,
-                   strict: bool = True, progress: bool = True) -> tuple[Transactions, UnknownReferences]:
+                   strict: bool = True, progress: bool = True,
+                   note: Callable[[str], object] | None = None) -> tuple[Transactions, UnknownReferences]:
     """Every kept purchase line with its customer and article as dense indices into the node tables.
 
     Args:
@@ -93,6 +95,7 @@ def read_purchases(data_dir: Path, spec: TransactionsSpec, customers: NodeTable,
         strict: raise on lines naming an unknown id; if ``False`` drop those lines and report them
             in the returned :class:`UnknownReferences`.
         progress: show a tqdm bar over the bytes of the files on stderr.
+        note: receives the count of lines each joined table dropped (:mod:`training.data.joins`).
 
     Returns:
         The ``(T,)`` columns in file order, and what was unknown.
@@ -105,7 +108,7 @@ def read_purchases(data_dir: Path, spec: TransactionsSpec, customers: NodeTable,
     unknown = UnknownReferences(UnknownIds(spec.customer), UnknownIds(spec.article),
                                 label=table_label(spec.file, files))
     parts: list[tuple[np.ndarray, ...]] = []
-    for group in transaction_lines(data_dir, spec, progress=progress):
+    for group in transaction_lines(data_dir, spec, progress=progress, note=note):
         parts.append(_map_group(group, id_sets, unknown, name_file=len(files) > 1))
         unknown.rows_dropped += len(group.rows) - len(parts[-1][0])
     if unknown and strict:

@@ -74,7 +74,7 @@ def source_signature(data_dir: Path, spec: DatasetSpec) -> dict[str, dict[str, i
     """
     signature: dict[str, dict[str, int | str]] = {}
     patterns = [n.file for n in (spec.customers, spec.articles) if n.file is not None]
-    for pattern in [*patterns, spec.transactions.file]:
+    for pattern in [*patterns, spec.transactions.file, *(j.file for j in spec.transactions.join)]:
         try:
             files = resolve_files(data_dir, pattern)
         except DataError:
