@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 import uuid
 from pathlib import Path
 
@@ -167,9 +168,36 @@ def test_errors_name_the_file_and_the_row(tmp_path: Path, file_format: str, colu
         assert str(err.value).endswith("is 129 bytes, longer than 128")
 
 
-def test_epoch_milliseconds_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match=r"line 2: InvoiceDate is read as epoch seconds .* milliseconds"):
-        load(write(tmp_path, orders(InvoiceDate=["1291189500000"] * 3)))
+@pytest.mark.parametrize("file_format", ["csv", "parquet"])
+@pytest.mark.parametrize("scale", [1, 1000, 1_000_000, 1_000_000_000], ids=["s", "ms", "us", "ns"])
+def test_epoch_times_in_the_unit_their_size_says(tmp_path: Path, file_format: str, scale: int) -> None:
+    # 2010-12-01 07:45, 2010-12-01 23:59:59 and 2010-12-02 00:00 in seconds, times the unit's scale
+    seconds = [1291189500, 1291247999, 1291248000]
+    table = orders(InvoiceDate=[s * scale for s in seconds])
+    day = load(write(tmp_path, table, file_format)).transactions.day
+    first = day_number("2010-12-01")
+    assert day.tolist() == [first, first, first + 1]
+
+
+@pytest.mark.parametrize(("times", "message"), [
+    ([1291189500, 1291247999, 1291248000000],
+     "line 2: InvoiceDate is read as epoch milliseconds (the unit of the first values) and falls outside the "
+     "years 1971..2200"),
+    ([-3_000_000_000] * 3, "line 2: InvoiceDate is read as epoch seconds (the unit of the first values) and "
+                           "falls outside the years 1900..2200"),
+])
+def test_one_epoch_unit_for_the_whole_column(tmp_path: Path, times: list[int], message: str) -> None:
+    # Seconds among milliseconds would land in January 1970; seconds before 1900 are no sale's time.
+    with pytest.raises(DataError, match=re.escape(message)):
+        load(write(tmp_path, orders(InvoiceDate=times)))
+
+
+def test_a_timestamp_feature_in_epoch_milliseconds(tmp_path: Path) -> None:
+    extra = '\n[customers]\nfile = "customers.csv"\nid = "Customer ID"\nfeatures = { since = "timestamp" }\n'
+    write(tmp_path, orders(), spec_extra=extra)
+    since = [1262304000000, 1263168000000]  # 2010-01-01 and 2010-01-11, in milliseconds
+    pa_csv.write_csv(pa.table({"Customer ID": ["c1", "c2"], "since": since}), tmp_path / "customers.csv")
+    assert load(tmp_path).customers.numeric.tolist() == [[-1.0, 0.0], [1.0, 0.0]]  # 10 days apart
 
 
 @pytest.mark.parametrize("file_format", ["csv", "parquet"])

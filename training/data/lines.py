@@ -141,7 +141,7 @@ def _typed(file: SourceFile, spec: TransactionsSpec, group: pa.Table, rows: np.n
         _require_present(file, group[column], column, rows)
     day = form.days(group[spec.time])
     if form.epoch:
-        check_epoch_days(file, spec.time, day, rows)
+        check_epoch_days(file, spec.time, day, rows, form.unit)
     if spec.price and spec.quantity:
         value = (group[spec.price].to_numpy() * group[spec.quantity].to_numpy()).astype(np.float32)
     elif spec.price or spec.amount:

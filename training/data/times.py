@@ -3,7 +3,9 @@
 Every task is day-based, so a timestamp keeps only its day (days since 1970-01-01, see
 :func:`models.schema.day_number`). Without a ``time_format`` the form is inferred from the first
 values: ISO dates (``2010-12-01``), ISO dates and times (``2010-12-01 08:26:00``,
-``2010-12-01T08:26``; with a zone offset or ``Z`` the UTC day is kept), or integer epoch seconds.
+``2010-12-01T08:26``; with a zone offset or ``Z`` the UTC day is kept), or integer epoch seconds
+(milliseconds, microseconds or nanoseconds when the values are that large: event logs write
+milliseconds).
 A Parquet date or timestamp column is read as it is. Integer day numbers (day 1, 2, ... of a panel,
 as some exports count time) are read with ``time_format = "days since YYYY-MM-DD"``, the date of
 day 0; inferred, they would pass for epoch seconds of 1970-01-01 and put every line on one day, so
@@ -44,8 +46,9 @@ class TimeForm:
         arrow_type: what the CSV reader parses it as.
         words: what a value must be, for messages.
         time_format: the ``strptime`` format, if one is used.
-        epoch: integer epoch seconds.
+        epoch: integer epoch times, in ``unit``.
         origin: integer day numbers: the day number (since 1970-01-01) of their day 0.
+        unit: the unit of epoch times (``s``, ``ms``, ``us``, ``ns``).
     """
 
     arrow_type: pa.DataType
@@ -53,11 +56,12 @@ class TimeForm:
     time_format: str | None = None
     epoch: bool = False
     origin: int | None = None
+    unit: str = "s"
 
     def days(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """``(N,)`` int32 days since 1970-01-01 of the column's values (read by :meth:`column_read`)."""
         if self.origin is None:
-            return day_numbers(values)
+            return day_numbers(values, self.unit)
         return (values.cast(pa.int64()).to_numpy() + self.origin).astype(np.int32)
 
     def column_read(self) -> ColumnRead:
@@ -96,6 +100,18 @@ DATE_FORM = TimeForm(pa.date32(), "a date (YYYY-MM-DD)")
 DATETIME_FORM = TimeForm(pa.timestamp("us"), "a date or date and time (ISO 8601, e.g. 2010-12-01 08:26:00)")
 ZONED_FORM = TimeForm(pa.timestamp("us", "UTC"), "a date and time with a zone offset (ISO 8601)")
 EPOCH_FORM = TimeForm(pa.int64(), "an integer (epoch seconds)", epoch=True)
+_UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
+
+
+def epoch_form(first: pa.Array) -> TimeForm:
+    """Integer epoch times in the unit their size says: the finest of seconds, milliseconds,
+    microseconds and nanoseconds in which the largest of ``first`` (a few of the column's values)
+    still falls before 2200 (times of 1900..2200 in one unit are out of reach in another)."""
+    largest = abs(pc.max(pc.abs(first)).as_py() or 0) if len(first) else 0
+    for unit, per_day in _UNITS_PER_DAY.items():
+        if largest <= _EPOCH_DAYS[1] * per_day:
+            break
+    return TimeForm(pa.int64(), f"an integer (epoch {_UNIT_WORDS[unit]})", epoch=True, unit=unit)
 
 
 def formatted(time_format: str) -> TimeForm:
@@ -146,13 +162,13 @@ def time_form(file: SourceFile, column: str, time_format: str | None) -> TimeFor
 
 
 def _epoch(file: SourceFile, column: str, first: pa.Array) -> TimeForm:
-    """:data:`EPOCH_FORM`, unless the first values are all within 1970's first year of seconds."""
+    """:func:`epoch_form`, unless the first values are all within 1970's first year of seconds."""
     low, high = (pc.min(first).as_py(), pc.max(first).as_py()) if len(first) else (None, None)
     if low is not None and low >= 0 and high < _FIRST_YEAR_SECONDS:
         raise DataError(f"{file.name}: time column {column} holds small numbers ({show(low)} .. "
                         f"{show(high)}): as epoch seconds every line would fall in 1970; if they count days, "
                         "set time_format = 'days since YYYY-MM-DD' (the date of day 0) in [transactions]")
-    return EPOCH_FORM
+    return epoch_form(first)
 
 
 def _is_text(kind: pa.DataType) -> bool:
@@ -161,8 +177,9 @@ def _is_text(kind: pa.DataType) -> bool:
     return pa.types.is_string(kind) or pa.types.is_large_string(kind)
 
 
-def day_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """``(N,)`` int32 days since 1970-01-01 of dates, timestamps (UTC day) or epoch seconds, no nulls."""
+def day_numbers(values: pa.Array | pa.ChunkedArray, unit: str = "s") -> np.ndarray:
+    """``(N,)`` int32 days since 1970-01-01 of dates, timestamps (UTC day) or epoch times in ``unit``,
+    no nulls."""
     kind = values.type
     if pa.types.is_date32(kind):
         return values.cast(pa.int32()).to_numpy()
@@ -171,15 +188,20 @@ def day_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if pa.types.is_timestamp(kind):
         ticks = values.cast(pa.int64()).to_numpy()
         return np.floor_divide(ticks, _UNITS_PER_DAY[kind.unit]).astype(np.int32)
-    seconds = values.cast(pa.float64()).to_numpy()
-    days = np.floor(seconds / 86_400)
-    return days.astype(np.int32)
+    ticks = values.cast(pa.int64()).to_numpy() if pa.types.is_integer(kind) else None
+    if ticks is not None:  # exact: a float of nanoseconds since 1970 has no room for them
+        return np.floor_divide(ticks, _UNITS_PER_DAY[unit]).astype(np.int32)
+    return np.floor(values.cast(pa.float64()).to_numpy() / _UNITS_PER_DAY[unit]).astype(np.int32)
 
 
-def check_epoch_days(file: SourceFile, column: str, days: np.ndarray, rows: np.ndarray) -> None:
-    """:class:`DataError` if epoch seconds fall outside 1900..2200 (milliseconds, most likely)."""
-    outside = np.flatnonzero((days < _EPOCH_DAYS[0]) | (days > _EPOCH_DAYS[1]))
+def check_epoch_days(file: SourceFile, column: str, days: np.ndarray, rows: np.ndarray, unit: str = "s") -> None:
+    """:class:`DataError` if epoch times in ``unit`` fall outside 1900..2200, or, in a unit finer than
+    seconds, before 1971 (a line in a coarser unit than the first values showed, most likely)."""
+    low = _EPOCH_DAYS[0] if unit == "s" else 365
+    outside = np.flatnonzero((days < low) | (days > _EPOCH_DAYS[1]))
     if outside.size:
         k = int(outside[0])
-        raise DataError(f"{file.name}: {file.where(int(rows[k]))}: {column} is read as epoch seconds and "
-                        "falls outside the years 1900..2200 (epoch milliseconds? divide by 1000)")
+        years = "1900..2200" if unit == "s" else "1971..2200"
+        raise DataError(f"{file.name}: {file.where(int(rows[k]))}: {column} is read as epoch "
+                        f"{_UNIT_WORDS[unit]} (the unit of the first values) and falls outside the years "
+                        f"{years}: one unit for the whole column")
