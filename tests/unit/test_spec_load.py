@@ -100,6 +100,31 @@ def test_csv_gzip_and_parquet_give_equal_tables(tmp_path: Path) -> None:
             np.testing.assert_array_equal(expected, getattr(other.transactions, field))
 
 
+@pytest.mark.parametrize(("delimiter", "name"),
+                         [(";", "orders.csv"), ("\t", "orders.tsv"), ("|", "orders.txt.gz")])
+def test_the_delimiter_is_read_off_the_header(tmp_path: Path, delimiter: str, name: str) -> None:
+    """Semicolons (spreadsheets in many locales), tabs and bars read as commas do; a delimiter quoted
+    inside a field stays in it."""
+    extra = 'price = "Price"\n[customers]\nfrom = "transactions"\nfeatures = ["Country"]\n'
+    table = orders(Country=["Korea, Republic of", "FR;BE", "Korea, Republic of"])
+    expected = load(write(tmp_path / "comma", table, "csv", extra))
+    directory = write(tmp_path / "other", table, "csv", extra)
+    sink = pa.BufferOutputStream()
+    pa_csv.write_csv(table, sink, pa_csv.WriteOptions(delimiter=delimiter))
+    data = sink.getvalue().to_pybytes()
+    (directory / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    if name != "orders.csv":
+        (directory / "orders.csv").unlink()
+    spec = (directory / "relserve.toml").read_text().replace('"orders.csv"', f'"{name}"')
+    (directory / "relserve.toml").write_text(spec)
+    loaded = load(directory)
+    for field in ("customer", "article", "day", "price"):
+        np.testing.assert_array_equal(getattr(expected.transactions, field),
+                                      getattr(loaded.transactions, field))
+    np.testing.assert_array_equal(expected.customers.categorical, loaded.customers.categorical)
+    assert loaded.customers.cardinalities == (2,)  # "Korea, Republic of" and "FR;BE", each one value
+
+
 @pytest.mark.parametrize(("times", "spec_extra"), [
     (["2010-12-01 07:45:00", "2010-12-01T23:59:59.123456", "2010-12-02"], ""),
     (["2010-12-01", "2010-12-01", "2010-12-02"], ""),
@@ -241,3 +266,11 @@ def test_a_time_of_no_known_form_asks_for_a_format(tmp_path: Path) -> None:
 def test_a_filter_that_keeps_nothing_says_so(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"^orders.csv: none of the 3 rows passes the filter$"):
         load(write(tmp_path, orders(), spec_extra='filter = ["Quantity > 100"]'))
+
+
+def test_a_decimal_comma_is_named_in_the_error(tmp_path: Path) -> None:
+    (tmp_path / "orders.csv").write_text("Customer ID;StockCode;InvoiceDate;Price\nc1;A;2010-12-01;12,50\n")
+    (tmp_path / "relserve.toml").write_text(SPEC.format(file="orders.csv", extra='price = "Price"'))
+    with pytest.raises(DataError, match=re.escape("orders.csv: line 2: cannot parse Price value '12,50' as a "
+                                                  "number (a decimal comma? ")):
+        load(tmp_path)

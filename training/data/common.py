@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import re
 from pathlib import Path
 from typing import IO
 
@@ -16,6 +17,7 @@ import pyarrow.csv as pa_csv
 
 # pyarrow parses in blocks of this many bytes; one block is the unit of work of one thread.
 BLOCK_SIZE = 16 << 20
+DELIMITERS = (",", ";", "\t", "|")  # the first wins a tie
 
 
 class DataError(ValueError):
@@ -59,8 +61,7 @@ def open_text(path: Path) -> IO[str]:
     return open(path, encoding="utf-8-sig", newline="")
 
 
-def read_header(path: Path) -> list[str]:
-    """The column names on the first line of ``path``; :class:`DataError` if the file is empty."""
+def _first_line(path: Path) -> str:
     try:
         with open_text(path) as f:
             first = f.readline()
@@ -70,7 +71,31 @@ def read_header(path: Path) -> list[str]:
         raise DataError(f"{path.name}: not a readable gzip file ({err})") from err
     if not first.strip():
         raise DataError(f"{path.name}: file is empty (expected a header line)")
-    return next(csv.reader([first]))
+    return first
+
+
+def sniff_delimiter(header: str) -> str:
+    """The field delimiter of a CSV file from its header line: whichever of comma, semicolon, tab
+    and bar occurs most outside quotes (a comma on a tie, or when none does). Spreadsheets in many
+    locales export with semicolons, databases often with tabs or bars."""
+    outside = re.sub(r'"[^"]*"', "", header)
+    return max(DELIMITERS, key=outside.count)
+
+
+def csv_delimiter(path: Path) -> str:
+    """:func:`sniff_delimiter` of ``path``'s header line."""
+    return sniff_delimiter(_first_line(path))
+
+
+def parse_options(path: Path, **options) -> pa_csv.ParseOptions:
+    """pyarrow's parse options for ``path``: its delimiter (and ``options``)."""
+    return pa_csv.ParseOptions(delimiter=csv_delimiter(path), **options)
+
+
+def read_header(path: Path) -> list[str]:
+    """The column names on the first line of ``path``; :class:`DataError` if the file is empty."""
+    first = _first_line(path)
+    return next(csv.reader([first], delimiter=sniff_delimiter(first)))
 
 
 def check_columns(path: Path, header: list[str], required: tuple[str, ...]) -> None:

@@ -105,7 +105,8 @@ def derive_entities(data_dir: Path, spec: DatasetSpec, note: Callable[[str], obj
     for columns in features.values():
         reads |= feature_reads(columns)
     ids: dict[str, list[pa.Array]] = {n.table: [] for n in from_lines}
-    modes = {(n.table, f.column): _Modes() for n in from_lines for f in features[n.table] if f.column in reads}
+    modes = {(n.table, f.column): _Modes()
+             for n in from_lines for f in features[n.table] if f.column in reads}
     file_numbers: dict[Path, int] = {}
     for group in transaction_lines(data_dir, tx, reads, progress, desc=f"{tx.file} (derive tables)"):
         number = file_numbers.setdefault(group.file.path, len(file_numbers))

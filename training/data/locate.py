@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from training.data.common import DataError, convert_options, line_number, read_options, show
+from training.data.common import DataError, convert_options, line_number, parse_options, read_options, show
 
 _CONVERSION = re.compile(r"CSV column #(\d+): CSV conversion error to ([^:]+): invalid value '(.*)'$", re.S)
 _TYPE_WORDS = {"date32[day]": "a date (YYYY-MM-DD)", "float": "a number", "double": "a number"}
@@ -59,7 +59,7 @@ def _malformed_row(path: Path, header: list[str], message: str) -> DataError:
 
     reader_args = {
         "read_options": read_options(use_threads=False),
-        "parse_options": pa_csv.ParseOptions(invalid_row_handler=keep_first),
+        "parse_options": parse_options(path, invalid_row_handler=keep_first),
         "convert_options": convert_options({header[0]: pa.string()}),
     }
     try:
@@ -80,11 +80,12 @@ def _malformed_row(path: Path, header: list[str], message: str) -> DataError:
 def _bad_value(path: Path, column: str, words: str, value: str) -> DataError:
     """Find the first line whose ``column`` holds the unparseable ``value``."""
     what = f"cannot parse {column} value {show(value)} as {words}"
+    if words == "a number" and re.fullmatch(r"[+-]?[0-9.]*[0-9],[0-9]+", value):
+        what += " (a decimal comma? numbers are read with a decimal point only)"
     offset = 0
     try:
-        for batch in pa_csv.open_csv(path, read_options=read_options(), convert_options=convert_options(
-            {column: pa.string()}
-        )):
+        for batch in pa_csv.open_csv(path, read_options=read_options(), parse_options=parse_options(path),
+                                     convert_options=convert_options({column: pa.string()})):
             hit = pc.index(batch.column(0), value).as_py()
             if hit >= 0:
                 return DataError(f"{path.name}: line {line_number(offset + hit)}: {what}")

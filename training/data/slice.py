@@ -26,7 +26,14 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from models.cli import OneLineErrors
-from training.data.common import DataError, convert_options, read_header, read_options
+from training.data.common import (
+    DataError,
+    convert_options,
+    csv_delimiter,
+    parse_options,
+    read_header,
+    read_options,
+)
 from training.data.ids import id_text
 from training.data.lines import transaction_lines
 from training.data.sources import PARQUET, SourceFile, resolve_files
@@ -39,18 +46,19 @@ def read_raw(file: SourceFile) -> pa.Table:
     if file.format == PARQUET:
         return pq.read_table(file.path)
     header = read_header(file.path)
-    return pa_csv.read_csv(file.path, read_options=read_options(),
+    return pa_csv.read_csv(file.path, read_options=read_options(), parse_options=parse_options(file.path),
                            convert_options=convert_options(dict.fromkeys(header, pa.string())))
 
 
 def write_raw(table: pa.Table, file: SourceFile, path: Path) -> None:
-    """``table`` to ``path`` in ``file``'s format (gzip for a ``.gz`` name)."""
+    """``table`` to ``path`` in ``file``'s format and delimiter (gzip for a ``.gz`` name)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if file.format == PARQUET:
         pq.write_table(table, path)
         return
     sink = pa.BufferOutputStream()
-    pa_csv.write_csv(table, sink, pa_csv.WriteOptions(quoting_style="needed"))
+    options = pa_csv.WriteOptions(quoting_style="needed", delimiter=csv_delimiter(file.path))
+    pa_csv.write_csv(table, sink, options)
     data = sink.getvalue().to_pybytes()
     path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
 

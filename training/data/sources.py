@@ -25,6 +25,7 @@ from training.data.common import (
     data_file,
     is_gzip,
     line_number,
+    parse_options,
     read_header,
     read_options,
     show,
@@ -33,7 +34,9 @@ from training.data.convert import ColumnRead, ConversionError
 from training.data.locate import located_errors
 
 CSV, PARQUET = "csv", "parquet"
-_FORMATS = {".csv": CSV, ".csv.gz": CSV, ".parquet": PARQUET, ".pq": PARQUET}
+# Delimited text by any of its usual names (the delimiter is read off the header line).
+_FORMATS = {".csv": CSV, ".csv.gz": CSV, ".tsv": CSV, ".tsv.gz": CSV, ".txt": CSV, ".txt.gz": CSV,
+            ".parquet": PARQUET, ".pq": PARQUET}
 PARQUET_BATCH_ROWS = 1 << 20
 
 
@@ -77,7 +80,7 @@ def file_format(path: Path) -> str:
     for suffix, kind in _FORMATS.items():
         if name.endswith(suffix):
             return kind
-    raise DataError(f"{path.name}: unknown file type (use .csv, .csv.gz or .parquet)")
+    raise DataError(f"{path.name}: unknown file type (use .csv, .tsv or .txt, gzipped or not, or .parquet)")
 
 
 def resolve_files(data_dir: Path, pattern: str) -> list[SourceFile]:
@@ -133,7 +136,8 @@ def read_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
     source = pa.OSFile(str(file.path))
     stream = pa.CompressedInputStream(source, "gzip") if is_gzip(file.path) else source
     with source, located_errors(file.path, file.columns(), _words(reads)):
-        reader = pa_csv.open_csv(stream, read_options=read_options(), convert_options=_csv_options(reads))
+        reader = pa_csv.open_csv(stream, read_options=read_options(), parse_options=parse_options(file.path),
+                                 convert_options=_csv_options(reads))
         for batch in reader:
             yield batch
             on_bytes(source.tell())
@@ -166,7 +170,7 @@ def first_values(file: SourceFile, column: str, rows: int = 4096) -> pa.Array:
         return batch.column(0) if batch is not None else pa.array([], pa.string())
     options = pa_csv.ReadOptions(use_threads=False, block_size=1 << 20)
     with located_errors(file.path, file.columns()):
-        reader = pa_csv.open_csv(file.path, read_options=options,
+        reader = pa_csv.open_csv(file.path, read_options=options, parse_options=parse_options(file.path),
                                  convert_options=convert_options({column: pa.string()}))
         batch = next(iter(reader), None)
     return batch.column(0).slice(0, rows) if batch is not None else pa.array([], pa.string())
@@ -180,7 +184,8 @@ def read_table(file: SourceFile, reads: Mapping[str, ColumnRead]) -> pa.Table:
         return pa.Table.from_batches(batches, schema) if batches else _empty(reads)
     file.require(tuple(reads))
     with located_errors(file.path, file.columns(), _words(reads)):
-        return pa_csv.read_csv(file.path, read_options=read_options(), convert_options=_csv_options(reads))
+        return pa_csv.read_csv(file.path, read_options=read_options(), parse_options=parse_options(file.path),
+                               convert_options=_csv_options(reads))
 
 
 def _empty(reads: Mapping[str, ColumnRead]) -> pa.Table:

@@ -192,8 +192,8 @@ def _time_format(origin: str, where: str, table: Mapping[str, Any]) -> str | Non
         except DataError as e:
             raise SpecError(f"{origin}: {where} {e}") from None
     elif value is not None and "%" not in value:
-        raise SpecError(f"{origin}: {where} time_format: must be a strptime format such as "
-                        f"'%Y-%m-%d %H:%M', or 'days since YYYY-MM-DD' for integer day numbers, got {value!r}")
+        raise SpecError(f"{origin}: {where} time_format: must be a strptime format such as '%Y-%m-%d "
+                        f"%H:%M', or 'days since YYYY-MM-DD' for integer day numbers, got {value!r}")
     return value
 
 

@@ -108,9 +108,7 @@ def epoch_form(first: pa.Array) -> TimeForm:
     microseconds and nanoseconds in which the largest of ``first`` (a few of the column's values)
     still falls before 2200 (times of 1900..2200 in one unit are out of reach in another)."""
     largest = abs(pc.max(pc.abs(first)).as_py() or 0) if len(first) else 0
-    for unit, per_day in _UNITS_PER_DAY.items():
-        if largest <= _EPOCH_DAYS[1] * per_day:
-            break
+    unit = next((u for u, per_day in _UNITS_PER_DAY.items() if largest <= _EPOCH_DAYS[1] * per_day), "ns")
     return TimeForm(pa.int64(), f"an integer (epoch {_UNIT_WORDS[unit]})", epoch=True, unit=unit)
 
 
@@ -194,7 +192,8 @@ def day_numbers(values: pa.Array | pa.ChunkedArray, unit: str = "s") -> np.ndarr
     return np.floor(values.cast(pa.float64()).to_numpy() / _UNITS_PER_DAY[unit]).astype(np.int32)
 
 
-def check_epoch_days(file: SourceFile, column: str, days: np.ndarray, rows: np.ndarray, unit: str = "s") -> None:
+def check_epoch_days(file: SourceFile, column: str, days: np.ndarray, rows: np.ndarray,
+                     unit: str = "s") -> None:
     """:class:`DataError` if epoch times in ``unit`` fall outside 1900..2200, or, in a unit finer than
     seconds, before 1971 (a line in a coarser unit than the first values showed, most likely)."""
     low = _EPOCH_DAYS[0] if unit == "s" else 365
