@@ -15,6 +15,7 @@ import pytest
 
 from models.schema import day_number
 from training.data.load import DataError, load_tables
+from training.data.slice import slice_dataset
 
 SPEC = """[transactions]
 file = "{file}"
@@ -273,4 +274,35 @@ def test_a_decimal_comma_is_named_in_the_error(tmp_path: Path) -> None:
     (tmp_path / "relserve.toml").write_text(SPEC.format(file="orders.csv", extra='price = "Price"'))
     with pytest.raises(DataError, match=re.escape("orders.csv: line 2: cannot parse Price value '12,50' as a "
                                                   "number (a decimal comma? ")):
+        load(tmp_path)
+
+
+def test_text_in_another_encoding(tmp_path: Path) -> None:
+    """A Latin-1 export (a byte that is no UTF-8 deep in the file) is refused with its line and what to
+    set; with ``encoding`` it reads as its UTF-8 copy does, and a slice writes it back in Latin-1."""
+    rows = "".join(f"c{i % 7};A{i % 5};2010-12-0{1 + i % 3};1.5;plain\n" for i in range(3000))
+    text = "Customer ID;StockCode;InvoiceDate;Price;Description\n" + rows + "c1;B;2010-12-02;2.0;CAFÉ SET\n"
+    features = '\n[articles]\nfrom = "transactions"\nfeatures = ["Description"]\n'
+    for name, data, extra in (("utf8", text.encode(), 'price = "Price"'),
+                              ("latin", text.encode("latin-1"), 'price = "Price"\nencoding = "latin-1"')):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "orders.csv").write_bytes(data)
+        (tmp_path / name / "relserve.toml").write_text(SPEC.format(file="orders.csv", extra=extra) + features)
+    expected, loaded = load(tmp_path / "utf8"), load(tmp_path / "latin")
+    np.testing.assert_array_equal(expected.articles.categorical, loaded.articles.categorical)
+    assert loaded.articles.cardinalities == (2,)
+    spec = (tmp_path / "latin" / "relserve.toml").read_text()
+    (tmp_path / "latin" / "relserve.toml").write_text(spec.replace('encoding = "latin-1"\n', ""))
+    with pytest.raises(DataError, match=r"^orders.csv: line 3002 is not utf-8 text \(.*\): set encoding = "
+                                        r"'latin-1' \(or the file's own"):
+        load(tmp_path / "latin")
+    (tmp_path / "latin" / "relserve.toml").write_text(spec)
+    slice_dataset(tmp_path / "latin", tmp_path / "slice", customers=2, weeks=1)
+    assert "CAF\xc9".encode("latin-1") in (tmp_path / "slice" / "orders.csv").read_bytes()
+    assert len(load(tmp_path / "slice").customers.ids) == 2
+
+
+def test_an_unknown_encoding_is_refused_with_the_spec(tmp_path: Path) -> None:
+    write(tmp_path, orders(), spec_extra='encoding = "klingon"')
+    with pytest.raises(DataError, match=r"\[transactions\] encoding: unknown text encoding 'klingon'"):
         load(tmp_path)

@@ -6,6 +6,7 @@ holds for the H&M files (no quoted field spans lines); "line 2" is the first dat
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import re
@@ -54,19 +55,31 @@ def is_gzip(path: Path) -> bool:
     return path.suffix == ".gz"
 
 
-def open_text(path: Path) -> IO[str]:
-    """``path`` as UTF-8 text (BOM dropped), decompressing a ``.gz`` file."""
-    if is_gzip(path):
-        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
+UTF8 = "utf-8"
 
 
-def _first_line(path: Path) -> str:
+def codec(encoding: str) -> str:
+    """Python's codec name for ``encoding``; UTF-8 as ``utf-8-sig`` (a byte-order mark dropped)."""
+    name = codecs.lookup(encoding).name
+    return "utf-8-sig" if name == UTF8 else name
+
+
+def encoding_advice(section: str = "the spec's table of this file") -> str:
+    return f"set encoding = 'latin-1' (or the file's own, e.g. 'cp1252') in {section}"
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """``path``'s bytes, decompressing a ``.gz`` file."""
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+
+
+def _first_line(path: Path, encoding: str = UTF8) -> str:
     try:
-        with open_text(path) as f:
-            first = f.readline()
+        with open_binary(path) as f:
+            first = f.readline().decode(codec(encoding))
     except UnicodeDecodeError as err:
-        raise DataError(f"{path.name}: line 1 is not UTF-8 text ({err.reason})") from err
+        raise DataError(f"{path.name}: line 1 is not {encoding} text ({err.reason}): "
+                        f"{encoding_advice()}") from err
     except (gzip.BadGzipFile, EOFError) as err:
         raise DataError(f"{path.name}: not a readable gzip file ({err})") from err
     if not first.strip():
@@ -82,19 +95,19 @@ def sniff_delimiter(header: str) -> str:
     return max(DELIMITERS, key=outside.count)
 
 
-def csv_delimiter(path: Path) -> str:
+def csv_delimiter(path: Path, encoding: str = UTF8) -> str:
     """:func:`sniff_delimiter` of ``path``'s header line."""
-    return sniff_delimiter(_first_line(path))
+    return sniff_delimiter(_first_line(path, encoding))
 
 
-def parse_options(path: Path, **options) -> pa_csv.ParseOptions:
+def parse_options(path: Path, encoding: str = UTF8, **options) -> pa_csv.ParseOptions:
     """pyarrow's parse options for ``path``: its delimiter (and ``options``)."""
-    return pa_csv.ParseOptions(delimiter=csv_delimiter(path), **options)
+    return pa_csv.ParseOptions(delimiter=csv_delimiter(path, encoding), **options)
 
 
-def read_header(path: Path) -> list[str]:
+def read_header(path: Path, encoding: str = UTF8) -> list[str]:
     """The column names on the first line of ``path``; :class:`DataError` if the file is empty."""
-    first = _first_line(path)
+    first = _first_line(path, encoding)
     return next(csv.reader([first], delimiter=sniff_delimiter(first)))
 
 
@@ -108,8 +121,11 @@ def check_columns(path: Path, header: list[str], required: tuple[str, ...]) -> N
         )
 
 
-def read_options(use_threads: bool = True) -> pa_csv.ReadOptions:
-    return pa_csv.ReadOptions(use_threads=use_threads, block_size=BLOCK_SIZE)
+def read_options(use_threads: bool = True, encoding: str = UTF8) -> pa_csv.ReadOptions:
+    """pyarrow's read options: blocks of :data:`BLOCK_SIZE`, text in ``encoding`` (transcoded)."""
+    name = codecs.lookup(encoding).name
+    return pa_csv.ReadOptions(use_threads=use_threads, block_size=BLOCK_SIZE,
+                              encoding="utf8" if name == UTF8 else name)
 
 
 def convert_options(column_types: dict[str, pa.DataType]) -> pa_csv.ConvertOptions:

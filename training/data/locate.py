@@ -16,40 +16,68 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from training.data.common import DataError, convert_options, line_number, parse_options, read_options, show
+from training.data.common import (
+    UTF8,
+    DataError,
+    codec,
+    convert_options,
+    encoding_advice,
+    line_number,
+    open_binary,
+    parse_options,
+    read_options,
+    show,
+)
 
 _CONVERSION = re.compile(r"CSV column #(\d+): CSV conversion error to ([^:]+): invalid value '(.*)'$", re.S)
 _TYPE_WORDS = {"date32[day]": "a date (YYYY-MM-DD)", "float": "a number", "double": "a number"}
 
 
 @contextmanager
-def located_errors(path: Path, header: list[str], words: Mapping[str, str] | None = None) -> Iterator[None]:
+def located_errors(path: Path, header: list[str], words: Mapping[str, str] | None = None,
+                   encoding: str = UTF8) -> Iterator[None]:
     """Re-raise pyarrow's ``ArrowInvalid`` from reading ``path`` as a :class:`DataError` with a line.
 
     Args:
         path: the CSV file read.
         header: its column names.
         words: column -> what its values must be (``a number``), instead of the arrow type's words.
+        encoding: the file's text encoding.
     """
     try:
         yield
     except pa.ArrowInvalid as err:
-        raise explain(path, header, str(err), words) from err
+        raise explain(path, header, str(err), words, encoding) from err
 
 
-def explain(path: Path, header: list[str], message: str, words: Mapping[str, str] | None = None) -> DataError:
+def explain(path: Path, header: list[str], message: str, words: Mapping[str, str] | None = None,
+            encoding: str = UTF8) -> DataError:
     """The :class:`DataError` for pyarrow's ``message`` about ``path``."""
+    if "invalid UTF8" in message:
+        return _not_text(path, encoding)
     if "CSV parse error" in message:
-        return _malformed_row(path, header, message)
+        return _malformed_row(path, header, message, encoding)
     match = _CONVERSION.search(message)
     if match and int(match[1]) < len(header):
         column = header[int(match[1])]
         what = (words or {}).get(column) or _TYPE_WORDS.get(match[2], match[2])
-        return _bad_value(path, column, what, match[3])
+        return _bad_value(path, column, what, match[3], encoding)
     return DataError(f"{path.name}: {message}")
 
 
-def _malformed_row(path: Path, header: list[str], message: str) -> DataError:
+def _not_text(path: Path, encoding: str) -> DataError:
+    """The first line of ``path`` that is not ``encoding`` text, and what to set."""
+    with open_binary(path) as f:
+        for number, line in enumerate(f, start=1):
+            try:
+                line.decode(codec(encoding))
+            except UnicodeDecodeError as err:
+                return DataError(f"{path.name}: line {number} is not {encoding} text ({err.reason}, "
+                                 f"{show(line[max(0, err.start - 20):err.end + 20])}): {encoding_advice()}")
+    return DataError(f"{path.name}: not {encoding} text: {encoding_advice()}")
+
+
+def _malformed_row(path: Path, header: list[str], message: str, encoding: str) -> DataError:
     """Find the first row with the wrong number of fields; one thread, so pyarrow knows its line."""
     found: list[pa_csv.InvalidRow] = []
 
@@ -58,8 +86,8 @@ def _malformed_row(path: Path, header: list[str], message: str) -> DataError:
         return "error"
 
     reader_args = {
-        "read_options": read_options(use_threads=False),
-        "parse_options": parse_options(path, invalid_row_handler=keep_first),
+        "read_options": read_options(use_threads=False, encoding=encoding),
+        "parse_options": parse_options(path, encoding, invalid_row_handler=keep_first),
         "convert_options": convert_options({header[0]: pa.string()}),
     }
     try:
@@ -77,14 +105,15 @@ def _malformed_row(path: Path, header: list[str], message: str) -> DataError:
     )
 
 
-def _bad_value(path: Path, column: str, words: str, value: str) -> DataError:
+def _bad_value(path: Path, column: str, words: str, value: str, encoding: str) -> DataError:
     """Find the first line whose ``column`` holds the unparseable ``value``."""
     what = f"cannot parse {column} value {show(value)} as {words}"
     if words == "a number" and re.fullmatch(r"[+-]?[0-9.]*[0-9],[0-9]+", value):
         what += " (a decimal comma? numbers are read with a decimal point only)"
     offset = 0
     try:
-        for batch in pa_csv.open_csv(path, read_options=read_options(), parse_options=parse_options(path),
+        for batch in pa_csv.open_csv(path, read_options=read_options(encoding=encoding),
+                                     parse_options=parse_options(path, encoding),
                                      convert_options=convert_options({column: pa.string()})):
             hit = pc.index(batch.column(0), value).as_py()
             if hit >= 0:

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from models.cli import OneLineErrors
 from training.data.common import (
     DataError,
+    codec,
     convert_options,
     csv_delimiter,
     parse_options,
@@ -45,21 +46,22 @@ def read_raw(file: SourceFile) -> pa.Table:
     """Every column of ``file`` as it is: Parquet types kept, CSV fields as text (empty: null)."""
     if file.format == PARQUET:
         return pq.read_table(file.path)
-    header = read_header(file.path)
-    return pa_csv.read_csv(file.path, read_options=read_options(), parse_options=parse_options(file.path),
+    header = read_header(file.path, file.encoding)
+    return pa_csv.read_csv(file.path, read_options=read_options(encoding=file.encoding),
+                           parse_options=parse_options(file.path, file.encoding),
                            convert_options=convert_options(dict.fromkeys(header, pa.string())))
 
 
 def write_raw(table: pa.Table, file: SourceFile, path: Path) -> None:
-    """``table`` to ``path`` in ``file``'s format and delimiter (gzip for a ``.gz`` name)."""
+    """``table`` to ``path`` in ``file``'s format, delimiter and encoding (gzip for a ``.gz`` name)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if file.format == PARQUET:
         pq.write_table(table, path)
         return
     sink = pa.BufferOutputStream()
-    options = pa_csv.WriteOptions(quoting_style="needed", delimiter=csv_delimiter(file.path))
+    options = pa_csv.WriteOptions(quoting_style="needed", delimiter=csv_delimiter(file.path, file.encoding))
     pa_csv.write_csv(table, sink, options)
-    data = sink.getvalue().to_pybytes()
+    data = sink.getvalue().to_pybytes().decode("utf-8").encode(codec(file.encoding))
     path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
 
 
@@ -104,12 +106,12 @@ def slice_dataset(source: Path, out: Path, customers: int, weeks: int,
     for node in (spec.customers, spec.articles):
         if node.file is None:
             continue
-        for file in resolve_files(source, node.file):
+        for file in resolve_files(source, node.file, node.encoding):
             table = read_raw(file)
             named = pc.is_in(id_text(table[node.id].combine_chunks()), value_set=referenced[node.table])
             written[str(_relative(source, file))] = _write(table.filter(named), file, source, out)
     for join in spec.transactions.join:  # an order header: whole (its rows are the lines' keys)
-        for file in resolve_files(source, join.file):
+        for file in resolve_files(source, join.file, join.encoding):
             written[str(_relative(source, file))] = _write(read_raw(file), file, source, out)
     if spec.path is not None:
         shutil.copyfile(spec.path, out / SPEC_FILE)

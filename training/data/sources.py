@@ -19,6 +19,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from training.data.common import (
+    UTF8,
     DataError,
     check_columns,
     convert_options,
@@ -47,10 +48,12 @@ class SourceFile:
     Args:
         path: where it is.
         format: :data:`CSV` or :data:`PARQUET`.
+        encoding: the text encoding of a CSV file (a Python codec name).
     """
 
     path: Path
     format: str
+    encoding: str = UTF8
 
     @property
     def name(self) -> str:
@@ -63,7 +66,7 @@ class SourceFile:
     def columns(self) -> list[str]:
         """The column names (the CSV header or the Parquet schema)."""
         if self.format == CSV:
-            return read_header(self.path)
+            return read_header(self.path, self.encoding)
         try:
             return list(pq.read_schema(self.path).names)
         except (pa.ArrowInvalid, OSError) as err:
@@ -83,21 +86,21 @@ def file_format(path: Path) -> str:
     raise DataError(f"{path.name}: unknown file type (use .csv, .tsv or .txt, gzipped or not, or .parquet)")
 
 
-def resolve_files(data_dir: Path, pattern: str) -> list[SourceFile]:
+def resolve_files(data_dir: Path, pattern: str, encoding: str = UTF8) -> list[SourceFile]:
     """The files ``pattern`` names under ``data_dir`` (or absolute): one name (``name`` or ``name.gz``)
-    or a glob (``orders/*.parquet``), matches in sorted order.
+    or a glob (``orders/*.parquet``), matches in sorted order; text files read in ``encoding``.
 
     Raises:
         DataError: nothing matches, or a match has an unknown extension.
     """
     if not glob.has_magic(pattern):
         path = data_file(data_dir, pattern)
-        return [SourceFile(path, file_format(path))]
+        return [SourceFile(path, file_format(path), encoding)]
     matches = glob.glob(str(Path(data_dir) / pattern), recursive=True)
     paths = sorted(p for p in map(Path, matches) if p.is_file())
     if not paths:
         raise DataError(f"{pattern}: no file matches it in {data_dir}")
-    return [SourceFile(p, file_format(p)) for p in paths]
+    return [SourceFile(p, file_format(p), encoding) for p in paths]
 
 
 def table_label(pattern: str, files: list[SourceFile]) -> str:
@@ -135,8 +138,9 @@ def read_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
         return
     source = pa.OSFile(str(file.path))
     stream = pa.CompressedInputStream(source, "gzip") if is_gzip(file.path) else source
-    with source, located_errors(file.path, file.columns(), _words(reads)):
-        reader = pa_csv.open_csv(stream, read_options=read_options(), parse_options=parse_options(file.path),
+    with source, located_errors(file.path, file.columns(), _words(reads), file.encoding):
+        reader = pa_csv.open_csv(stream, read_options=read_options(encoding=file.encoding),
+                                 parse_options=parse_options(file.path, file.encoding),
                                  convert_options=_csv_options(reads))
         for batch in reader:
             yield batch
@@ -168,9 +172,11 @@ def first_values(file: SourceFile, column: str, rows: int = 4096) -> pa.Array:
     if file.format == PARQUET:
         batch = next(pq.ParquetFile(file.path).iter_batches(batch_size=rows, columns=[column]), None)
         return batch.column(0) if batch is not None else pa.array([], pa.string())
-    options = pa_csv.ReadOptions(use_threads=False, block_size=1 << 20)
-    with located_errors(file.path, file.columns()):
-        reader = pa_csv.open_csv(file.path, read_options=options, parse_options=parse_options(file.path),
+    options = read_options(use_threads=False, encoding=file.encoding)
+    options.block_size = 1 << 20
+    with located_errors(file.path, file.columns(), encoding=file.encoding):
+        reader = pa_csv.open_csv(file.path, read_options=options,
+                                 parse_options=parse_options(file.path, file.encoding),
                                  convert_options=convert_options({column: pa.string()}))
         batch = next(iter(reader), None)
     return batch.column(0).slice(0, rows) if batch is not None else pa.array([], pa.string())
@@ -183,8 +189,9 @@ def read_table(file: SourceFile, reads: Mapping[str, ColumnRead]) -> pa.Table:
         schema = batches[0].schema if batches else None
         return pa.Table.from_batches(batches, schema) if batches else _empty(reads)
     file.require(tuple(reads))
-    with located_errors(file.path, file.columns(), _words(reads)):
-        return pa_csv.read_csv(file.path, read_options=read_options(), parse_options=parse_options(file.path),
+    with located_errors(file.path, file.columns(), _words(reads), file.encoding):
+        return pa_csv.read_csv(file.path, read_options=read_options(encoding=file.encoding),
+                               parse_options=parse_options(file.path, file.encoding),
                                convert_options=_csv_options(reads))
 
 

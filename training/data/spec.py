@@ -60,6 +60,7 @@ class NodeSpec:
             attribute table: ids missing from it get empty features, ids only in it are dropped).
         time_format: a ``strptime`` format of the table's ``timestamp`` columns; ``None``: ISO dates
             and times or integer epoch seconds.
+        encoding: the text encoding of its CSV files (a Python codec name).
     """
 
     table: str
@@ -69,6 +70,7 @@ class NodeSpec:
     max_id_bytes: int = MAX_ID_BYTES
     ids_from_transactions: bool = False
     time_format: str | None = None
+    encoding: str = "utf-8"
 
     @property
     def derived(self) -> bool:
@@ -89,11 +91,13 @@ class JoinSpec:
         file: a file name or glob under the data directory.
         on: the lines' column (or a table's joined before) holding the key.
         id: the table's key column, one row per value; by default named as ``on``.
+        encoding: the text encoding of its CSV files (a Python codec name).
     """
 
     file: str
     on: str
     id: str
+    encoding: str = "utf-8"
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,7 @@ class TransactionsSpec:
         channel: the sales channel column (checked to exist; the model does not read it yet).
         filter: conditions every kept row meets (see :mod:`training.data.conditions`).
         join: tables whose columns every line takes by key (an order header), in order.
+        encoding: the text encoding of its CSV files (a Python codec name).
     """
 
     file: str
@@ -126,6 +131,7 @@ class TransactionsSpec:
     channel: str | None = None
     filter: tuple[Condition, ...] = ()
     join: tuple[JoinSpec, ...] = ()
+    encoding: str = "utf-8"
 
     @property
     def has_amount(self) -> bool:

@@ -6,6 +6,7 @@ documented in docs/dataset-spec.md; :func:`find_spec` picks the spec of a data d
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import tomllib
 from collections.abc import Mapping
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from models.schema import MAX_ID_BYTES
-from training.data.common import DataError
+from training.data.common import UTF8, DataError
 from training.data.conditions import ConditionError, parse_condition
 from training.data.spec import (
     AUTO,
@@ -30,10 +31,10 @@ from training.data.times import DAYS_SINCE, formatted
 
 SPEC_FILE = "relserve.toml"
 _TRANSACTION_KEYS = ("file", "customer", "article", "time", "time_format", "price", "amount", "quantity",
-                     "channel", "filter", "join")
-_JOIN_KEYS = ("file", "on", "id")
+                     "channel", "encoding", "filter", "join")
+_JOIN_KEYS = ("file", "on", "id", "encoding")
 _REQUIRED = ("file", "customer", "article", "time")
-_NODE_KEYS = ("file", "from", "id", "features", "max_id_bytes", "time_format")
+_NODE_KEYS = ("file", "from", "id", "features", "max_id_bytes", "time_format", "encoding")
 _TABLES = ("transactions", "customers", "articles")
 
 
@@ -123,7 +124,7 @@ def _text(origin: str, where: str, table: Mapping[str, Any], key: str, required:
 def _transactions(origin: str, table: Mapping[str, Any]) -> TransactionsSpec:
     where = "[transactions]"
     _known_keys(origin, where, table, _TRANSACTION_KEYS)
-    text = {key: _text(origin, where, table, key, key in _REQUIRED) for key in _TRANSACTION_KEYS[:-2]}
+    text = {key: _text(origin, where, table, key, key in _REQUIRED) for key in _TRANSACTION_KEYS[:-3]}
     if text["price"] and text["amount"]:
         raise SpecError(f"{origin}: {where} give price (unit price) or amount (line total), not both")
     if text["quantity"] and not text["price"]:
@@ -140,7 +141,18 @@ def _transactions(origin: str, table: Mapping[str, Any]) -> TransactionsSpec:
             parsed.append(parse_condition(condition))
         except ConditionError as err:
             raise SpecError(f"{origin}: {where} filter[{k}]: {err}") from None
-    return TransactionsSpec(**text, filter=tuple(parsed), join=_joins(origin, where, table.get("join", [])))
+    return TransactionsSpec(**text, filter=tuple(parsed), join=_joins(origin, where, table.get("join", [])),
+                            encoding=_encoding(origin, where, table))
+
+
+def _encoding(origin: str, where: str, table: Mapping[str, Any]) -> str:
+    value = _text(origin, where, table, "encoding") or UTF8
+    try:
+        codecs.lookup(value)
+    except LookupError:
+        raise SpecError(f"{origin}: {where} encoding: unknown text encoding {value!r} (e.g. 'utf-8', "
+                        "'latin-1', 'cp1252')") from None
+    return value
 
 
 def _joins(origin: str, where: str, value: Any) -> tuple[JoinSpec, ...]:
@@ -154,7 +166,7 @@ def _joins(origin: str, where: str, value: Any) -> tuple[JoinSpec, ...]:
         at = f"{where} join[{k}]"
         _known_keys(origin, at, join, _JOIN_KEYS)
         file, on = _text(origin, at, join, "file", True), _text(origin, at, join, "on", True)
-        joins.append(JoinSpec(file, on, _text(origin, at, join, "id") or on))
+        joins.append(JoinSpec(file, on, _text(origin, at, join, "id") or on, _encoding(origin, at, join)))
     return tuple(joins)
 
 
@@ -181,7 +193,8 @@ def _node(origin: str, name: str, table: Mapping[str, Any], role_column: str) ->
     features = _features(origin, where, table["features"], id_column) if "features" in table else None
     time_format = _time_format(origin, where, table)
     return NodeSpec(name, file, id_column, features, limit, time_format=time_format,
-                    ids_from_transactions=file is None or source is not None)
+                    ids_from_transactions=file is None or source is not None,
+                    encoding=_encoding(origin, where, table))
 
 
 def _time_format(origin: str, where: str, table: Mapping[str, Any]) -> str | None:
