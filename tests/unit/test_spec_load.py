@@ -235,6 +235,15 @@ def test_integer_day_numbers_with_their_day_0(tmp_path: Path, file_format: str) 
 
 
 @pytest.mark.parametrize("file_format", ["csv", "parquet"])
+def test_spreadsheet_serial_dates_as_day_numbers(tmp_path: Path, file_format: str) -> None:
+    spec = 'time_format = "days since 1899-12-30"'  # Excel's day 0
+    table = orders(InvoiceDate=[40148.31, 40148.99, 40149.0])
+    day = load(write(tmp_path, table, file_format, spec)).transactions.day
+    first = day_number("2009-12-01")
+    assert day.tolist() == [first, first, first + 1]
+
+
+@pytest.mark.parametrize("file_format", ["csv", "parquet"])
 def test_small_integers_are_not_taken_for_epoch_seconds(tmp_path: Path, file_format: str) -> None:
     # Inferred as epoch seconds, day numbers 1..711 would all be 1970-01-01: every line on one day.
     expected = r"InvoiceDate holds small numbers \(1 \.\. 711\): .* 'days since YYYY-MM-DD'"
@@ -293,7 +302,7 @@ def test_text_in_another_encoding(tmp_path: Path) -> None:
     assert loaded.articles.cardinalities == (2,)
     spec = (tmp_path / "latin" / "relserve.toml").read_text()
     (tmp_path / "latin" / "relserve.toml").write_text(spec.replace('encoding = "latin-1"\n', ""))
-    with pytest.raises(DataError, match=r"^orders.csv: line 3002 is not utf-8 text \(.*\): set encoding = "
+    with pytest.raises(DataError, match=r"^orders.csv: line 3002 is not UTF-8 text \(.*\): set encoding = "
                                         r"'latin-1' \(or the file's own"):
         load(tmp_path / "latin")
     (tmp_path / "latin" / "relserve.toml").write_text(spec)

@@ -64,6 +64,11 @@ def codec(encoding: str) -> str:
     return "utf-8-sig" if name == UTF8 else name
 
 
+def encoding_name(encoding: str) -> str:
+    """How messages name ``encoding``: ``UTF-8``, or as the spec wrote it."""
+    return "UTF-8" if codecs.lookup(encoding).name == UTF8 else encoding
+
+
 def encoding_advice(section: str = "the spec's table of this file") -> str:
     return f"set encoding = 'latin-1' (or the file's own, e.g. 'cp1252') in {section}"
 
@@ -78,7 +83,7 @@ def _first_line(path: Path, encoding: str = UTF8) -> str:
         with open_binary(path) as f:
             first = f.readline().decode(codec(encoding))
     except UnicodeDecodeError as err:
-        raise DataError(f"{path.name}: line 1 is not {encoding} text ({err.reason}): "
+        raise DataError(f"{path.name}: line 1 is not {encoding_name(encoding)} text ({err.reason}): "
                         f"{encoding_advice()}") from err
     except (gzip.BadGzipFile, EOFError) as err:
         raise DataError(f"{path.name}: not a readable gzip file ({err})") from err

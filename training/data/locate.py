@@ -22,6 +22,7 @@ from training.data.common import (
     codec,
     convert_options,
     encoding_advice,
+    encoding_name,
     line_number,
     open_binary,
     parse_options,
@@ -72,9 +73,10 @@ def _not_text(path: Path, encoding: str) -> DataError:
             try:
                 line.decode(codec(encoding))
             except UnicodeDecodeError as err:
-                return DataError(f"{path.name}: line {number} is not {encoding} text ({err.reason}, "
+                name = encoding_name(encoding)
+                return DataError(f"{path.name}: line {number} is not {name} text ({err.reason}, "
                                  f"{show(line[max(0, err.start - 20):err.end + 20])}): {encoding_advice()}")
-    return DataError(f"{path.name}: not {encoding} text: {encoding_advice()}")
+    return DataError(f"{path.name}: not {encoding_name(encoding)} text: {encoding_advice()}")
 
 
 def _malformed_row(path: Path, header: list[str], message: str, encoding: str) -> DataError:

@@ -47,7 +47,8 @@ class TimeForm:
         words: what a value must be, for messages.
         time_format: the ``strptime`` format, if one is used.
         epoch: integer epoch times, in ``unit``.
-        origin: integer day numbers: the day number (since 1970-01-01) of their day 0.
+        origin: day numbers: the day number (since 1970-01-01) of their day 0 (a fraction of a day,
+            as spreadsheet serial dates hold the time of day, is dropped).
         unit: the unit of epoch times (``s``, ``ms``, ``us``, ``ns``).
     """
 
@@ -62,7 +63,7 @@ class TimeForm:
         """``(N,)`` int32 days since 1970-01-01 of the column's values (read by :meth:`column_read`)."""
         if self.origin is None:
             return day_numbers(values, self.unit)
-        return (values.cast(pa.int64()).to_numpy() + self.origin).astype(np.int32)
+        return (np.floor(values.cast(pa.float64()).to_numpy()) + self.origin).astype(np.int32)
 
     def column_read(self) -> ColumnRead:
         """The :class:`ColumnRead` of the column: native dates and timestamps of a Parquet file are
@@ -130,7 +131,7 @@ def formatted(time_format: str) -> TimeForm:
     if origin is None:
         raise DataError(f"time_format {show(time_format)}: after 'days since' give the date of day 0 as "
                         "YYYY-MM-DD, e.g. 'days since 2020-01-01'")
-    return TimeForm(pa.int64(), f"an integer day number ({time_format})", time_format, origin=origin)
+    return TimeForm(pa.float64(), f"a day number ({time_format})", time_format, origin=origin)
 
 
 def time_form(file: SourceFile, column: str, time_format: str | None) -> TimeForm:
