@@ -53,7 +53,7 @@ def test_the_real_data_as_one_flat_parquet_table(tmp_path: Path) -> None:
     assert_equal_tables(load(REAL), flat)
 
 
-@pytest.mark.parametrize("file_format", ["csv", "csv.gz"])
+@pytest.mark.parametrize("file_format", ["csv", "csv.gz", "xlsx"])
 def test_the_synthetic_data_as_one_flat_csv(small_csv_dir: Path, tmp_path: Path, file_format: str) -> None:
     three = load(referenced_only(small_csv_dir, tmp_path / "three"))
     assert three.customers.numeric.any()  # ages present: the standardisation is compared too

@@ -28,7 +28,7 @@ from models.schema import (
 from training.data.common import data_file, read_header
 from training.data.spec_file import SPEC_FILE
 
-FORMATS = ("csv", "csv.gz", "parquet")
+FORMATS = ("csv", "csv.gz", "parquet", "xlsx")  # xlsx: written with openpyxl (the dev extra)
 _FEATURES = {"customer_id": (CUSTOMER_CATEGORICAL, CUSTOMER_NUMERIC),
              "article_id": (ARTICLE_CATEGORICAL, ARTICLE_NUMERIC)}
 
@@ -51,6 +51,18 @@ def flat_lines(source: Path) -> pa.Table:
         for column in rows.column_names:
             lines = lines.append_column(column, rows[column])
     return lines
+
+
+def _write_sheet(lines: pa.Table, path: Path) -> None:
+    """``lines`` as the one sheet of a workbook, every cell text as read (a spreadsheet of an export)."""
+    import openpyxl  # the dev extra: only this benchmark writes workbooks
+
+    book = openpyxl.Workbook(write_only=True)
+    sheet = book.create_sheet("order lines")
+    sheet.append(lines.column_names)
+    for row in zip(*(lines[c].to_pylist() for c in lines.column_names), strict=True):
+        sheet.append(row)
+    book.save(path)
 
 
 def flat_spec(file_name: str) -> str:
@@ -83,6 +95,8 @@ def write_flat(source: Path, out: Path, file_format: str = "csv") -> Path:
     name = f"order_lines.{file_format}"
     if file_format == "parquet":
         pq.write_table(lines, out / name, row_group_size=1 << 17)
+    elif file_format == "xlsx":
+        _write_sheet(lines, out / name)
     else:
         with pa.output_stream(out / name, compression="gzip" if file_format == "csv.gz" else None) as stream:
             pa_csv.write_csv(lines, stream, pa_csv.WriteOptions(quoting_style="needed"))

@@ -3,10 +3,11 @@
 ``python -m training.bench.load_spec [--data data/real/online-retail-2010] [--repeat 3]``
 
 Writes the H&M-layout dataset ``--data`` into a temporary directory as plain CSV files and as one
-flat order-lines table (:mod:`training.bench.flat_table`; CSV, CSV.gz and Parquet), then loads each
-layout with :func:`training.data.load.load_tables` in a fresh process per run and prints, side by
-side, the median load time and the most resident memory the load added to the process (Linux: the
-peak is reset after the imports, see :func:`reset_peak`). All layouts give the same tables
+flat order-lines table (:mod:`training.bench.flat_table`; CSV, CSV.gz, Parquet and a spreadsheet,
+the last with openpyxl of the dev extra), then loads each layout with
+:func:`training.data.load.load_tables` in a fresh process per run and prints, side by side, the
+median load time and the most resident memory the load added to the process (Linux: the peak is
+reset after the imports, see :func:`reset_peak`). All layouts give the same tables
 (tests/unit/test_spec_flat.py).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import json
 import shutil
 import statistics
@@ -24,7 +26,7 @@ import time
 from pathlib import Path
 
 from models.schema import ARTICLES_CSV, CUSTOMERS_CSV, TRANSACTIONS_CSV
-from training.bench.flat_table import write_flat
+from training.bench.flat_table import FORMATS, write_flat
 from training.data.common import data_file
 
 REAL = Path("data/real/online-retail-2010")
@@ -68,7 +70,10 @@ def layouts(source: Path, work: Path) -> dict[str, Path]:
     found = {"three tables, CSV": plain}
     if data_file(source, TRANSACTIONS_CSV).suffix == ".gz":
         found = {"three tables, CSV.gz": source, **found}
-    for file_format in ("csv", "csv.gz", "parquet"):
+    for file_format in FORMATS:
+        if file_format == "xlsx" and importlib.util.find_spec("openpyxl") is None:
+            print("flat, xlsx: skipped (writing a workbook needs openpyxl: pip install -e '.[dev]')")
+            continue
         found[f"flat, {file_format}"] = write_flat(plain, work / f"flat-{file_format}", file_format)
     return found
 

@@ -37,13 +37,20 @@ from training.data.common import (
 )
 from training.data.ids import id_text
 from training.data.lines import transaction_lines
-from training.data.sources import PARQUET, SourceFile, resolve_files
+from training.data.sources import PARQUET, SHEET, SourceFile, resolve_files
 from training.data.spec import DatasetSpec
 from training.data.spec_file import SPEC_FILE, find_spec
 
 
 def read_raw(file: SourceFile) -> pa.Table:
-    """Every column of ``file`` as it is: Parquet types kept, CSV fields as text (empty: null)."""
+    """Every column of ``file`` as it is: Parquet types kept, CSV fields as text (empty: null).
+
+    Raises:
+        DataError: ``file`` is a spreadsheet, which is read but not written.
+    """
+    if file.format == SHEET:
+        raise DataError(f"{file.name}: a slice writes each file in its own format, and spreadsheets are "
+                        "read, not written: save the sheet as CSV (and name that file in the spec) first")
     if file.format == PARQUET:
         return pq.read_table(file.path)
     header = read_header(file.path, file.encoding)
@@ -106,12 +113,12 @@ def slice_dataset(source: Path, out: Path, customers: int, weeks: int,
     for node in (spec.customers, spec.articles):
         if node.file is None:
             continue
-        for file in resolve_files(source, node.file, node.encoding):
+        for file in resolve_files(source, node.file, node.encoding, node.sheet):
             table = read_raw(file)
             named = pc.is_in(id_text(table[node.id].combine_chunks()), value_set=referenced[node.table])
             written[str(_relative(source, file))] = _write(table.filter(named), file, source, out)
     for join in spec.transactions.join:  # an order header: whole (its rows are the lines' keys)
-        for file in resolve_files(source, join.file, join.encoding):
+        for file in resolve_files(source, join.file, join.encoding, join.sheet):
             written[str(_relative(source, file))] = _write(read_raw(file), file, source, out)
     if spec.path is not None:
         shutil.copyfile(spec.path, out / SPEC_FILE)

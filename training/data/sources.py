@@ -33,11 +33,12 @@ from training.data.common import (
 )
 from training.data.convert import ColumnRead, ConversionError
 from training.data.locate import located_errors
+from training.data.sheets import SHEET_SUFFIXES, sheet_table
 
-CSV, PARQUET = "csv", "parquet"
+CSV, PARQUET, SHEET = "csv", "parquet", "sheet"
 # Delimited text by any of its usual names (the delimiter is read off the header line).
 _FORMATS = {".csv": CSV, ".csv.gz": CSV, ".tsv": CSV, ".tsv.gz": CSV, ".txt": CSV, ".txt.gz": CSV,
-            ".parquet": PARQUET, ".pq": PARQUET}
+            ".parquet": PARQUET, ".pq": PARQUET, **dict.fromkeys(SHEET_SUFFIXES, SHEET)}
 PARQUET_BATCH_ROWS = 1 << 20
 
 
@@ -49,24 +50,31 @@ class SourceFile:
         path: where it is.
         format: :data:`CSV` or :data:`PARQUET`.
         encoding: the text encoding of a CSV file (a Python codec name).
+        sheet: the sheet of a workbook (``None``: its first).
     """
 
     path: Path
     format: str
     encoding: str = UTF8
+    sheet: str | None = None
 
     @property
     def name(self) -> str:
         return self.path.name
 
     def where(self, row: int) -> str:
-        """The position of 0-based data row ``row``: ``line N`` (CSV) or ``row N`` (Parquet)."""
+        """The position of 0-based data row ``row``: ``line N`` (CSV), ``row N`` (Parquet; a sheet's
+        row as the spreadsheet numbers it, the header being row 1)."""
+        if self.format == SHEET:
+            return f"row {int(row) + 2}"
         return f"line {line_number(row)}" if self.format == CSV else f"row {int(row) + 1}"
 
     def columns(self) -> list[str]:
-        """The column names (the CSV header or the Parquet schema)."""
+        """The column names (the CSV header, the Parquet schema or the sheet's first row)."""
         if self.format == CSV:
             return read_header(self.path, self.encoding)
+        if self.format == SHEET:
+            return sheet_table(self.path, self.sheet)[0]
         try:
             return list(pq.read_schema(self.path).names)
         except (pa.ArrowInvalid, OSError) as err:
@@ -83,24 +91,27 @@ def file_format(path: Path) -> str:
     for suffix, kind in _FORMATS.items():
         if name.endswith(suffix):
             return kind
-    raise DataError(f"{path.name}: unknown file type (use .csv, .tsv or .txt, gzipped or not, or .parquet)")
+    raise DataError(f"{path.name}: unknown file type (use .csv, .tsv or .txt, gzipped or not, .parquet, or a "
+                    "spreadsheet: .xlsx, .xls, .ods)")
 
 
-def resolve_files(data_dir: Path, pattern: str, encoding: str = UTF8) -> list[SourceFile]:
+def resolve_files(data_dir: Path, pattern: str, encoding: str = UTF8,
+                  sheet: str | None = None) -> list[SourceFile]:
     """The files ``pattern`` names under ``data_dir`` (or absolute): one name (``name`` or ``name.gz``)
-    or a glob (``orders/*.parquet``), matches in sorted order; text files read in ``encoding``.
+    or a glob (``orders/*.parquet``), matches in sorted order; text files read in ``encoding``,
+    workbooks at ``sheet``.
 
     Raises:
         DataError: nothing matches, or a match has an unknown extension.
     """
     if not glob.has_magic(pattern):
         path = data_file(data_dir, pattern)
-        return [SourceFile(path, file_format(path), encoding)]
+        return [SourceFile(path, file_format(path), encoding, sheet)]
     matches = glob.glob(str(Path(data_dir) / pattern), recursive=True)
     paths = sorted(p for p in map(Path, matches) if p.is_file())
     if not paths:
         raise DataError(f"{pattern}: no file matches it in {data_dir}")
-    return [SourceFile(p, file_format(p), encoding) for p in paths]
+    return [SourceFile(p, file_format(p), encoding, sheet) for p in paths]
 
 
 def table_label(pattern: str, files: list[SourceFile]) -> str:
@@ -136,6 +147,9 @@ def read_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
     if file.format == PARQUET:
         yield from _parquet_batches(file, reads, on_bytes)
         return
+    if file.format == SHEET:
+        yield from _sheet_batches(file, reads, on_bytes)
+        return
     source = pa.OSFile(str(file.path))
     stream = pa.CompressedInputStream(source, "gzip") if is_gzip(file.path) else source
     with source, located_errors(file.path, file.columns(), _words(reads), file.encoding):
@@ -158,6 +172,17 @@ def _parquet_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
         on_bytes(size * done // total)
 
 
+def _sheet_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
+                   on_bytes: Callable[[int], object]) -> Iterator[pa.RecordBatch]:
+    columns = sheet_table(file.path, file.sheet)[1]
+    total, size = max(len(next(iter(columns.values()), [])), 1), file.path.stat().st_size
+    for start in range(0, total, PARQUET_BATCH_ROWS):
+        arrays = [_convert(file, name, columns[name].slice(start, PARQUET_BATCH_ROWS), read, start)
+                  for name, read in reads.items()]
+        yield pa.RecordBatch.from_arrays(arrays, names=list(reads))
+        on_bytes(size * min(start + PARQUET_BATCH_ROWS, total) // total)
+
+
 def _convert(file: SourceFile, name: str, values: pa.Array, read: ColumnRead, row_offset: int) -> pa.Array:
     try:
         return read.convert(values)
@@ -169,6 +194,8 @@ def _convert(file: SourceFile, name: str, values: pa.Array, read: ColumnRead, ro
 def first_values(file: SourceFile, column: str, rows: int = 4096) -> pa.Array:
     """About the first ``rows`` values of ``column`` as the file holds them (CSV: text), cheaply."""
     file.require((column,))
+    if file.format == SHEET:
+        return sheet_table(file.path, file.sheet)[1][column].slice(0, rows)
     if file.format == PARQUET:
         batch = next(pq.ParquetFile(file.path).iter_batches(batch_size=rows, columns=[column]), None)
         return batch.column(0) if batch is not None else pa.array([], pa.string())
@@ -184,7 +211,7 @@ def first_values(file: SourceFile, column: str, rows: int = 4096) -> pa.Array:
 
 def read_table(file: SourceFile, reads: Mapping[str, ColumnRead]) -> pa.Table:
     """All of ``file``'s columns ``reads`` in one table (for the customers and articles tables)."""
-    if file.format == PARQUET:
+    if file.format in (PARQUET, SHEET):
         batches = list(read_batches(file, reads))
         schema = batches[0].schema if batches else None
         return pa.Table.from_batches(batches, schema) if batches else _empty(reads)

@@ -61,6 +61,7 @@ class NodeSpec:
         time_format: a ``strptime`` format of the table's ``timestamp`` columns; ``None``: ISO dates
             and times or integer epoch seconds.
         encoding: the text encoding of its CSV files (a Python codec name).
+        sheet: the sheet of a workbook (``None``: its first).
     """
 
     table: str
@@ -71,6 +72,7 @@ class NodeSpec:
     ids_from_transactions: bool = False
     time_format: str | None = None
     encoding: str = "utf-8"
+    sheet: str | None = None
 
     @property
     def derived(self) -> bool:
@@ -92,12 +94,14 @@ class JoinSpec:
         on: the lines' column (or a table's joined before) holding the key.
         id: the table's key column, one row per value; by default named as ``on``.
         encoding: the text encoding of its CSV files (a Python codec name).
+        sheet: the sheet of a workbook (``None``: its first).
     """
 
     file: str
     on: str
     id: str
     encoding: str = "utf-8"
+    sheet: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,7 @@ class TransactionsSpec:
         filter: conditions every kept row meets (see :mod:`training.data.conditions`).
         join: tables whose columns every line takes by key (an order header), in order.
         encoding: the text encoding of its CSV files (a Python codec name).
+        sheet: the sheet of a workbook (``None``: its first).
     """
 
     file: str
@@ -132,6 +137,7 @@ class TransactionsSpec:
     filter: tuple[Condition, ...] = ()
     join: tuple[JoinSpec, ...] = ()
     encoding: str = "utf-8"
+    sheet: str | None = None
 
     @property
     def has_amount(self) -> bool:

@@ -31,10 +31,10 @@ from training.data.times import DAYS_SINCE, formatted
 
 SPEC_FILE = "relserve.toml"
 _TRANSACTION_KEYS = ("file", "customer", "article", "time", "time_format", "price", "amount", "quantity",
-                     "channel", "encoding", "filter", "join")
-_JOIN_KEYS = ("file", "on", "id", "encoding")
+                     "channel", "sheet", "encoding", "filter", "join")
+_JOIN_KEYS = ("file", "on", "id", "sheet", "encoding")
 _REQUIRED = ("file", "customer", "article", "time")
-_NODE_KEYS = ("file", "from", "id", "features", "max_id_bytes", "time_format", "encoding")
+_NODE_KEYS = ("file", "from", "id", "features", "max_id_bytes", "time_format", "sheet", "encoding")
 _TABLES = ("transactions", "customers", "articles")
 
 
@@ -166,7 +166,8 @@ def _joins(origin: str, where: str, value: Any) -> tuple[JoinSpec, ...]:
         at = f"{where} join[{k}]"
         _known_keys(origin, at, join, _JOIN_KEYS)
         file, on = _text(origin, at, join, "file", True), _text(origin, at, join, "on", True)
-        joins.append(JoinSpec(file, on, _text(origin, at, join, "id") or on, _encoding(origin, at, join)))
+        joins.append(JoinSpec(file, on, _text(origin, at, join, "id") or on, _encoding(origin, at, join),
+                              _text(origin, at, join, "sheet")))
     return tuple(joins)
 
 
@@ -194,7 +195,7 @@ def _node(origin: str, name: str, table: Mapping[str, Any], role_column: str) ->
     time_format = _time_format(origin, where, table)
     return NodeSpec(name, file, id_column, features, limit, time_format=time_format,
                     ids_from_transactions=file is None or source is not None,
-                    encoding=_encoding(origin, where, table))
+                    encoding=_encoding(origin, where, table), sheet=_text(origin, where, table, "sheet"))
 
 
 def _time_format(origin: str, where: str, table: Mapping[str, Any]) -> str | None:
