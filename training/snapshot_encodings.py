@@ -39,7 +39,7 @@ def table_encodings(data_dir: Path, spec: NodeSpec, table: NodeTable) -> dict[st
     numeric = [n for n in table.numeric_names if f"{n}_missing" in table.numeric_names]
     reads = {spec.id: ID} | {c: TEXT for c in table.categorical_names} | {c: TEXT for c in numeric}
     try:
-        files = resolve_files(data_dir, spec.file)
+        files = resolve_files(data_dir, spec.file, spec.options)
         columns = pa.concat_tables([read_table(f, reads) for f in files])
     except (DataError, OSError, pa.ArrowException):
         return out

@@ -282,7 +282,32 @@ def test_a_decimal_comma_is_named_in_the_error(tmp_path: Path) -> None:
     (tmp_path / "orders.csv").write_text("Customer ID;StockCode;InvoiceDate;Price\nc1;A;2010-12-01;12,50\n")
     (tmp_path / "relserve.toml").write_text(SPEC.format(file="orders.csv", extra='price = "Price"'))
     with pytest.raises(DataError, match=re.escape("orders.csv: line 2: cannot parse Price value '12,50' as a "
-                                                  "number (a decimal comma? ")):
+                                                  "number (a decimal comma? set decimal = ")):
+        load(tmp_path)
+
+
+def test_numbers_with_a_decimal_comma(tmp_path: Path) -> None:
+    """A continental export: semicolons, decimal commas, dots grouping thousands, in the lines (price,
+    a filter) and in a customers file (a numeric feature); ids and dates with dots stay as they are."""
+    (tmp_path / "orders.csv").write_text(
+        "Customer ID;StockCode;InvoiceDate;Price\n"
+        "1.001;85.123;2010-12-01;12,50\n1.002;POST;2010-12-01;1.234,5\n1.001;85.123;2010-12-02;-3\n"
+        "1.002;POST;2010-12-02;0,99\n")
+    (tmp_path / "customers.csv").write_text("id;spend\n1.001;2.000,25\n1.002;17,5\n")
+    extra = ('price = "Price"\ndecimal = ","\nfilter = ["Price > 0"]\n[customers]\nfile = "customers.csv"\n'
+             'id = "id"\ndecimal = ","\nfeatures = { spend = "numeric" }\n')
+    (tmp_path / "relserve.toml").write_text(SPEC.format(file="orders.csv", extra=extra))
+    tables = load(tmp_path)
+    assert tables.transactions.price.tolist() == pytest.approx([12.5, 1234.5, 0.99])
+    assert decoded(tables.customers.ids) == ["1.001", "1.002"] and decoded(tables.articles.ids) == ["85.123",
+                                                                                                    "POST"]
+    spend = tables.customers.numeric[:, 0]
+    assert spend[0] > spend[1]  # 2000.25 against 17.5, standardised
+
+
+def test_a_decimal_mark_other_than_point_or_comma_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, orders(), spec_extra='decimal = "\'"')
+    with pytest.raises(DataError, match=r"\[transactions\] decimal: the decimal mark must be"):
         load(tmp_path)
 
 

@@ -90,7 +90,7 @@ def source_file(data_dir: Path, lines: SourceFile, joins: tuple[JoinSpec, ...], 
     """
     if column in lines.columns() or not joins:
         return lines
-    files = [resolve_files(data_dir, join.file, join.encoding, join.sheet) for join in joins]
+    files = [resolve_files(data_dir, join.file, join.options) for join in joins]
     for group in files:
         if column in group[0].columns():
             return group[0]
@@ -113,7 +113,7 @@ def open_joins(data_dir: Path, joins: tuple[JoinSpec, ...], lines: SourceFile, l
     """
     if not joins:
         return Joins(dict(reads))
-    files = [resolve_files(data_dir, j.file, j.encoding, j.sheet) for j in joins]
+    files = [resolve_files(data_dir, j.file, j.options) for j in joins]
     headers = [set(lines.columns()), *(set(f[0].columns()) for f in files)]
     labels = [lines_label, *(table_label(j.file, f) for j, f in zip(joins, files, strict=True))]
     per_source: list[dict[str, ColumnRead]] = [{} for _ in headers]

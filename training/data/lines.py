@@ -98,7 +98,7 @@ def transaction_lines(data_dir: Path, spec: TransactionsSpec, extra: Mapping[str
             does not parse, a filter comparing text as a number, or a bad joined table
             (:func:`training.data.joins.open_joins`).
     """
-    files = resolve_files(data_dir, spec.file, spec.encoding, spec.sheet)
+    files = resolve_files(data_dir, spec.file, spec.options)
     label = table_label(spec.file, files)
     form = time_form(source_file(data_dir, files[0], spec.join, spec.time), spec.time, spec.time_format)
     channel = (spec.channel,) if spec.channel else ()

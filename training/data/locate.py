@@ -111,7 +111,7 @@ def _bad_value(path: Path, column: str, words: str, value: str, encoding: str) -
     """Find the first line whose ``column`` holds the unparseable ``value``."""
     what = f"cannot parse {column} value {show(value)} as {words}"
     if words == "a number" and re.fullmatch(r"[+-]?[0-9.]*[0-9],[0-9]+", value):
-        what += " (a decimal comma? numbers are read with a decimal point only)"
+        what += " (a decimal comma? set decimal = \",\" in the spec's table of this file)"
     offset = 0
     try:
         for batch in pa_csv.open_csv(path, read_options=read_options(encoding=encoding),

@@ -62,7 +62,7 @@ def read_file_table(data_dir: Path, spec: NodeSpec) -> tuple[pa.Table, tuple[Fea
         DataError: a missing file or column, no rows, or a value that does not parse as its type.
     """
     assert spec.file is not None, "a derived table is built by training.data.derive"
-    files = resolve_files(data_dir, spec.file, spec.encoding, spec.sheet)
+    files = resolve_files(data_dir, spec.file, spec.options)
     features = spec.features
     if features is None:
         features = tuple(Feature(c) for c in files[0].columns() if c != spec.id)

@@ -113,12 +113,12 @@ def slice_dataset(source: Path, out: Path, customers: int, weeks: int,
     for node in (spec.customers, spec.articles):
         if node.file is None:
             continue
-        for file in resolve_files(source, node.file, node.encoding, node.sheet):
+        for file in resolve_files(source, node.file, node.options):
             table = read_raw(file)
             named = pc.is_in(id_text(table[node.id].combine_chunks()), value_set=referenced[node.table])
             written[str(_relative(source, file))] = _write(table.filter(named), file, source, out)
     for join in spec.transactions.join:  # an order header: whole (its rows are the lines' keys)
-        for file in resolve_files(source, join.file, join.encoding, join.sheet):
+        for file in resolve_files(source, join.file, join.options):
             written[str(_relative(source, file))] = _write(read_raw(file), file, source, out)
     if spec.path is not None:
         shutil.copyfile(spec.path, out / SPEC_FILE)

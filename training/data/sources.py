@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from training.data.common import (
-    UTF8,
     DataError,
     check_columns,
     convert_options,
@@ -31,9 +31,10 @@ from training.data.common import (
     read_options,
     show,
 )
-from training.data.convert import ColumnRead, ConversionError
+from training.data.convert import TEXT, ColumnRead, ConversionError
 from training.data.locate import located_errors
 from training.data.sheets import SHEET_SUFFIXES, sheet_table
+from training.data.spec import FileOptions
 
 CSV, PARQUET, SHEET = "csv", "parquet", "sheet"
 # Delimited text by any of its usual names (the delimiter is read off the header line).
@@ -49,14 +50,20 @@ class SourceFile:
     Args:
         path: where it is.
         format: :data:`CSV` or :data:`PARQUET`.
-        encoding: the text encoding of a CSV file (a Python codec name).
-        sheet: the sheet of a workbook (``None``: its first).
+        options: how it is written past its name (encoding, sheet, decimal mark).
     """
 
     path: Path
     format: str
-    encoding: str = UTF8
-    sheet: str | None = None
+    options: FileOptions = field(default_factory=FileOptions)
+
+    @property
+    def encoding(self) -> str:
+        return self.options.encoding
+
+    @property
+    def sheet(self) -> str | None:
+        return self.options.sheet
 
     @property
     def name(self) -> str:
@@ -95,23 +102,21 @@ def file_format(path: Path) -> str:
                     "spreadsheet: .xlsx, .xls, .ods)")
 
 
-def resolve_files(data_dir: Path, pattern: str, encoding: str = UTF8,
-                  sheet: str | None = None) -> list[SourceFile]:
+def resolve_files(data_dir: Path, pattern: str, options: FileOptions | None = None) -> list[SourceFile]:
     """The files ``pattern`` names under ``data_dir`` (or absolute): one name (``name`` or ``name.gz``)
-    or a glob (``orders/*.parquet``), matches in sorted order; text files read in ``encoding``,
-    workbooks at ``sheet``.
+    or a glob (``orders/*.parquet``), matches in sorted order; read as ``options`` say.
 
     Raises:
         DataError: nothing matches, or a match has an unknown extension.
     """
     if not glob.has_magic(pattern):
         path = data_file(data_dir, pattern)
-        return [SourceFile(path, file_format(path), encoding, sheet)]
+        return [SourceFile(path, file_format(path), options or FileOptions())]
     matches = glob.glob(str(Path(data_dir) / pattern), recursive=True)
     paths = sorted(p for p in map(Path, matches) if p.is_file())
     if not paths:
         raise DataError(f"{pattern}: no file matches it in {data_dir}")
-    return [SourceFile(p, file_format(p), encoding, sheet) for p in paths]
+    return [SourceFile(p, file_format(p), options or FileOptions()) for p in paths]
 
 
 def table_label(pattern: str, files: list[SourceFile]) -> str:
@@ -150,6 +155,18 @@ def read_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
     if file.format == SHEET:
         yield from _sheet_batches(file, reads, on_bytes)
         return
+    if file.options.decimal != ".":  # every column as text, numbers rewritten, then as Parquet's
+        row = 0
+        for batch in _csv_batches(file, dict.fromkeys(reads, TEXT), on_bytes):
+            yield pa.RecordBatch.from_arrays([_convert(file, name, batch.column(name), read, row)
+                                              for name, read in reads.items()], names=list(reads))
+            row += batch.num_rows
+        return
+    yield from _csv_batches(file, reads, on_bytes)
+
+
+def _csv_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
+                 on_bytes: Callable[[int], object]) -> Iterator[pa.RecordBatch]:
     source = pa.OSFile(str(file.path))
     stream = pa.CompressedInputStream(source, "gzip") if is_gzip(file.path) else source
     with source, located_errors(file.path, file.columns(), _words(reads), file.encoding):
@@ -184,11 +201,26 @@ def _sheet_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
 
 
 def _convert(file: SourceFile, name: str, values: pa.Array, read: ColumnRead, row_offset: int) -> pa.Array:
+    numbers = read is TEXT or pa.types.is_floating(read.csv_type)  # not ids, not times
+    if file.options.decimal == "," and numbers and pa.types.is_string(values.type):
+        values = decimal_comma(values)
     try:
         return read.convert(values)
     except ConversionError as err:
         raise DataError(f"{file.name}: {file.where(row_offset + err.row)}: cannot parse {name} value "
                         f"{show(err.value)} as {read.words}") from None
+
+
+# A number with a decimal comma, its thousands grouped by dots or not: 1.234,5 / 1234,5 / -12 / 12,50.
+_DECIMAL_COMMA = r"^[+-]?([0-9]{1,3}(\.[0-9]{3})+|[0-9]+)(,[0-9]+)?$"
+
+
+def decimal_comma(values: pa.Array) -> pa.Array:
+    """Text numbers written with a decimal comma (``1.234,5``) as with a decimal point (``1234.5``);
+    other values as they are."""
+    number = pc.fill_null(pc.match_substring_regex(values, _DECIMAL_COMMA), False)
+    plain = pc.replace_substring(pc.replace_substring(values, ".", ""), ",", ".")
+    return pc.if_else(number, plain, values)
 
 
 def first_values(file: SourceFile, column: str, rows: int = 4096) -> pa.Array:
@@ -211,7 +243,7 @@ def first_values(file: SourceFile, column: str, rows: int = 4096) -> pa.Array:
 
 def read_table(file: SourceFile, reads: Mapping[str, ColumnRead]) -> pa.Table:
     """All of ``file``'s columns ``reads`` in one table (for the customers and articles tables)."""
-    if file.format in (PARQUET, SHEET):
+    if file.format in (PARQUET, SHEET) or file.options.decimal != ".":
         batches = list(read_batches(file, reads))
         schema = batches[0].schema if batches else None
         return pa.Table.from_batches(batches, schema) if batches else _empty(reads)

@@ -31,6 +31,23 @@ FROM_TRANSACTIONS = "transactions"
 
 
 @dataclass(frozen=True)
+class FileOptions:
+    """How a table's files are written, past what their names say.
+
+    Args:
+        encoding: the text encoding of CSV files (a Python codec name).
+        sheet: the sheet of a spreadsheet (``None``: its first).
+        decimal: the decimal mark of numbers in CSV files: ``.``, or ``,`` (then ``.`` groups
+            thousands: ``1.234,5`` is 1234.5).
+    """
+
+    encoding: str = "utf-8"
+    sheet: str | None = None
+    decimal: str = "."
+    decimal: str = "."
+
+
+@dataclass(frozen=True)
 class Feature:
     """A feature column of a customers or articles table.
 
@@ -60,8 +77,7 @@ class NodeSpec:
             attribute table: ids missing from it get empty features, ids only in it are dropped).
         time_format: a ``strptime`` format of the table's ``timestamp`` columns; ``None``: ISO dates
             and times or integer epoch seconds.
-        encoding: the text encoding of its CSV files (a Python codec name).
-        sheet: the sheet of a workbook (``None``: its first).
+        options: how its files are written (encoding, sheet, decimal mark).
     """
 
     table: str
@@ -71,8 +87,7 @@ class NodeSpec:
     max_id_bytes: int = MAX_ID_BYTES
     ids_from_transactions: bool = False
     time_format: str | None = None
-    encoding: str = "utf-8"
-    sheet: str | None = None
+    options: FileOptions = FileOptions()
 
     @property
     def derived(self) -> bool:
@@ -93,15 +108,13 @@ class JoinSpec:
         file: a file name or glob under the data directory.
         on: the lines' column (or a table's joined before) holding the key.
         id: the table's key column, one row per value; by default named as ``on``.
-        encoding: the text encoding of its CSV files (a Python codec name).
-        sheet: the sheet of a workbook (``None``: its first).
+        options: how its files are written (encoding, sheet, decimal mark).
     """
 
     file: str
     on: str
     id: str
-    encoding: str = "utf-8"
-    sheet: str | None = None
+    options: FileOptions = FileOptions()
 
 
 @dataclass(frozen=True)
@@ -121,8 +134,7 @@ class TransactionsSpec:
         channel: the sales channel column (checked to exist; the model does not read it yet).
         filter: conditions every kept row meets (see :mod:`training.data.conditions`).
         join: tables whose columns every line takes by key (an order header), in order.
-        encoding: the text encoding of its CSV files (a Python codec name).
-        sheet: the sheet of a workbook (``None``: its first).
+        options: how its files are written (encoding, sheet, decimal mark).
     """
 
     file: str
@@ -136,8 +148,7 @@ class TransactionsSpec:
     channel: str | None = None
     filter: tuple[Condition, ...] = ()
     join: tuple[JoinSpec, ...] = ()
-    encoding: str = "utf-8"
-    sheet: str | None = None
+    options: FileOptions = FileOptions()
 
     @property
     def has_amount(self) -> bool:

@@ -23,6 +23,7 @@ from training.data.spec import (
     HM_SPEC,
     DatasetSpec,
     Feature,
+    FileOptions,
     JoinSpec,
     NodeSpec,
     TransactionsSpec,
@@ -31,10 +32,11 @@ from training.data.times import DAYS_SINCE, formatted
 
 SPEC_FILE = "relserve.toml"
 _TRANSACTION_KEYS = ("file", "customer", "article", "time", "time_format", "price", "amount", "quantity",
-                     "channel", "sheet", "encoding", "filter", "join")
-_JOIN_KEYS = ("file", "on", "id", "sheet", "encoding")
+                     "channel", "sheet", "encoding", "decimal", "filter", "join")
+_FILE_KEYS = ("sheet", "encoding", "decimal")  # FileOptions
+_JOIN_KEYS = ("file", "on", "id", *_FILE_KEYS)
 _REQUIRED = ("file", "customer", "article", "time")
-_NODE_KEYS = ("file", "from", "id", "features", "max_id_bytes", "time_format", "sheet", "encoding")
+_NODE_KEYS = ("file", "from", "id", "features", "max_id_bytes", "time_format", *_FILE_KEYS)
 _TABLES = ("transactions", "customers", "articles")
 
 
@@ -124,7 +126,8 @@ def _text(origin: str, where: str, table: Mapping[str, Any], key: str, required:
 def _transactions(origin: str, table: Mapping[str, Any]) -> TransactionsSpec:
     where = "[transactions]"
     _known_keys(origin, where, table, _TRANSACTION_KEYS)
-    text = {key: _text(origin, where, table, key, key in _REQUIRED) for key in _TRANSACTION_KEYS[:-3]}
+    text = {key: _text(origin, where, table, key, key in _REQUIRED) for key in _TRANSACTION_KEYS
+            if key not in (*_FILE_KEYS, "filter", "join")}
     if text["price"] and text["amount"]:
         raise SpecError(f"{origin}: {where} give price (unit price) or amount (line total), not both")
     if text["quantity"] and not text["price"]:
@@ -142,17 +145,21 @@ def _transactions(origin: str, table: Mapping[str, Any]) -> TransactionsSpec:
         except ConditionError as err:
             raise SpecError(f"{origin}: {where} filter[{k}]: {err}") from None
     return TransactionsSpec(**text, filter=tuple(parsed), join=_joins(origin, where, table.get("join", [])),
-                            encoding=_encoding(origin, where, table))
+                            options=_file_options(origin, where, table))
 
 
-def _encoding(origin: str, where: str, table: Mapping[str, Any]) -> str:
-    value = _text(origin, where, table, "encoding") or UTF8
+def _file_options(origin: str, where: str, table: Mapping[str, Any]) -> FileOptions:
+    encoding = _text(origin, where, table, "encoding") or UTF8
     try:
-        codecs.lookup(value)
+        codecs.lookup(encoding)
     except LookupError:
-        raise SpecError(f"{origin}: {where} encoding: unknown text encoding {value!r} (e.g. 'utf-8', "
+        raise SpecError(f"{origin}: {where} encoding: unknown text encoding {encoding!r} (e.g. 'utf-8', "
                         "'latin-1', 'cp1252')") from None
-    return value
+    decimal = _text(origin, where, table, "decimal") or "."
+    if decimal not in (".", ","):
+        raise SpecError(f"{origin}: {where} decimal: the decimal mark must be \".\" or \",\", "
+                        f"got {decimal!r}")
+    return FileOptions(encoding, _text(origin, where, table, "sheet"), decimal)
 
 
 def _joins(origin: str, where: str, value: Any) -> tuple[JoinSpec, ...]:
@@ -166,8 +173,7 @@ def _joins(origin: str, where: str, value: Any) -> tuple[JoinSpec, ...]:
         at = f"{where} join[{k}]"
         _known_keys(origin, at, join, _JOIN_KEYS)
         file, on = _text(origin, at, join, "file", True), _text(origin, at, join, "on", True)
-        joins.append(JoinSpec(file, on, _text(origin, at, join, "id") or on, _encoding(origin, at, join),
-                              _text(origin, at, join, "sheet")))
+        joins.append(JoinSpec(file, on, _text(origin, at, join, "id") or on, _file_options(origin, at, join)))
     return tuple(joins)
 
 
@@ -195,7 +201,7 @@ def _node(origin: str, name: str, table: Mapping[str, Any], role_column: str) ->
     time_format = _time_format(origin, where, table)
     return NodeSpec(name, file, id_column, features, limit, time_format=time_format,
                     ids_from_transactions=file is None or source is not None,
-                    encoding=_encoding(origin, where, table), sheet=_text(origin, where, table, "sheet"))
+                    options=_file_options(origin, where, table))
 
 
 def _time_format(origin: str, where: str, table: Mapping[str, Any]) -> str | None:

@@ -104,7 +104,7 @@ def read_purchases(data_dir: Path, spec: TransactionsSpec, customers: NodeTable,
         DataError: see :func:`training.data.lines.transaction_lines`, and (``strict``) an unknown id.
     """
     id_sets = (id_strings(customers.ids), id_strings(articles.ids))
-    files = resolve_files(data_dir, spec.file, spec.encoding, spec.sheet)
+    files = resolve_files(data_dir, spec.file, spec.options)
     unknown = UnknownReferences(UnknownIds(spec.customer), UnknownIds(spec.article),
                                 label=table_label(spec.file, files))
     parts: list[tuple[np.ndarray, ...]] = []
