@@ -124,3 +124,15 @@ def test_new_nodes_encode_as_the_partial_file_was_encoded(orders: pa.Table, tmp_
     encodings = json.loads((tmp_path / "art" / "snapshot" / ENCODINGS_FILE).read_text())
     assert encodings["customer"]["categorical"]["segment"] == ["retail", "wholesale"]
     assert encodings["article"]["categorical"]["colour"] == ["c0", "c1", "c2", "c3"]
+
+
+def test_encodings_read_the_file_as_the_spec_says(orders: pa.Table, tmp_path: Path) -> None:
+    """The customers file in Latin-1 with semicolons and a decimal comma: encodings.json reads it with
+    the table's own settings (it used to read it as UTF-8 and, failing, leave the vocabulary out)."""
+    write(tmp_path / "data", orders, ["2009-12-01"],
+          customer_extra='encoding = "latin-1"\ndecimal = ","\n')
+    text = (tmp_path / "data" / "customers.csv").read_text().replace(",", ";").replace("wholesale", "détail")
+    (tmp_path / "data" / "customers.csv").write_bytes(text.encode("latin-1"))
+    assert snapshot_main(["--data", str(tmp_path / "data"), "--out", str(tmp_path / "art"), "--quiet"]) == 0
+    encodings = json.loads((tmp_path / "art" / "snapshot" / ENCODINGS_FILE).read_text())
+    assert encodings["customer"]["categorical"]["segment"] == ["détail", "retail"]
