@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 from training.data.common import DataError, show
 from training.data.convert import ColumnRead
 from training.data.ids import ID, fixed_width, id_text
-from training.data.sources import RowOrigins, SourceFile, read_table, resolve_files, table_label
+from training.data.origins import RowOrigins
+from training.data.sources import SourceFile, read_table, resolve_files, table_label
 from training.data.spec import JoinSpec
 
 

@@ -19,12 +19,13 @@ from models.store.tables import NodeTable
 from training.data.common import DataError, show
 from training.data.features import encode_features, feature_reads
 from training.data.ids import ID, check_ids, fixed_width, id_text
-from training.data.sources import RowOrigins, read_table, resolve_files
+from training.data.origins import RowOrigins
+from training.data.sources import read_table, resolve_files
 from training.data.spec import Feature, NodeSpec
 
 
 class Origins(Protocol):
-    """Where a table's rows came from, for messages (:class:`training.data.sources.RowOrigins`)."""
+    """Where a table's rows came from, for messages (:class:`training.data.origins.RowOrigins`)."""
 
     label: str
 
