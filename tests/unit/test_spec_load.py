@@ -340,3 +340,21 @@ def test_an_unknown_encoding_is_refused_with_the_spec(tmp_path: Path) -> None:
     write(tmp_path, orders(), spec_extra='encoding = "klingon"')
     with pytest.raises(DataError, match=r"\[transactions\] encoding: unknown text encoding 'klingon'"):
         load(tmp_path)
+
+
+def test_excels_unicode_text_export(tmp_path: Path) -> None:
+    """Excel's "Unicode text" export: UTF-16 with a byte-order mark, tab-delimited."""
+    extra = 'price = "Price"\nencoding = "utf-16"\n'
+    table = orders(Country=["Österreich", "France", "Österreich"])
+    expected = load(write(tmp_path / "utf8", table, "csv", 'price = "Price"\n'))
+    directory = write(tmp_path / "utf16", table, "csv", extra)
+    sink = pa.BufferOutputStream()
+    pa_csv.write_csv(table, sink, pa_csv.WriteOptions(delimiter="\t", quoting_style="none"))
+    (directory / "orders.txt").write_bytes(sink.getvalue().to_pybytes().decode().encode("utf-16"))
+    (directory / "orders.csv").unlink()
+    spec = (directory / "relserve.toml").read_text().replace('"orders.csv"', '"orders.txt"')
+    (directory / "relserve.toml").write_text(spec)
+    loaded = load(directory)
+    for field in ("customer", "article", "day", "price"):
+        np.testing.assert_array_equal(getattr(expected.transactions, field),
+                                      getattr(loaded.transactions, field))

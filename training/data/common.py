@@ -79,14 +79,17 @@ def open_binary(path: Path) -> IO[bytes]:
 
 
 def _first_line(path: Path, encoding: str = UTF8) -> str:
+    """The header line, decoded from the file's first block: a line ends at a decoded newline, which in
+    UTF-16 (Excel's "Unicode text" export) is two bytes."""
     try:
         with open_binary(path) as f:
-            first = f.readline().decode(codec(encoding))
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path.name}: line 1 is not {encoding_name(encoding)} text ({err.reason}): "
-                        f"{encoding_advice()}") from err
+            block = f.read(1 << 16)
     except (gzip.BadGzipFile, EOFError) as err:
         raise DataError(f"{path.name}: not a readable gzip file ({err})") from err
+    decoded = codecs.getincrementaldecoder(codec(encoding))(errors="replace").decode(block)
+    first = decoded.split("\n", 1)[0] + ("\n" if "\n" in decoded else "")
+    if "\ufffd" in first:
+        raise DataError(f"{path.name}: line 1 is not {encoding_name(encoding)} text: {encoding_advice()}")
     if not first.strip():
         raise DataError(f"{path.name}: file is empty (expected a header line)")
     return first

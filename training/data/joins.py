@@ -51,7 +51,7 @@ class JoinedTable:
 
 @dataclass
 class Joins:
-    """The joined tables of a transactions spec, in order, and which columns come from which.
+    """The joined tables of a transactions spec, in order, and what is read from the lines files.
 
     Args:
         lines: the columns read from the lines files and how.
