@@ -1,7 +1,8 @@
 """docs/dataset-spec.md's examples are specs the loader takes as the page describes them.
 
 Every ```toml block of the page parses; the grocery example (several tables, partial attribute
-files, day-first times) loads small files written here in its shape, with the note the page shows.
+files, day-first times) loads small files written here in its shape, with the note the page shows,
+and so does the continental one (Latin-1, semicolons, decimal commas, a joined receipts file).
 """
 
 from __future__ import annotations
@@ -71,3 +72,26 @@ def test_the_grocery_example_loads_as_described(tmp_path: Path, capsys: pytest.C
     kept = [r for r in range(120) if r % 17 and r % 11]  # delivered, and not free
     assert len(tables.transactions) == 2 * len(kept)
     assert tables.transactions.day.min() == day_number("2023-10-01")  # 01.10.2023, day first
+
+
+def test_the_continental_example_loads_as_described(tmp_path: Path) -> None:
+    block = next(b for b in BLOCKS if "positionen.csv" in b)
+    (tmp_path / SPEC_FILE).write_text(block)
+    lines = ["Beleg;Artikel;Bezeichnung;Menge;Einzelpreis"]
+    receipts = ["Beleg;Datum;Kunde;Land"]
+    for k in range(60):
+        beleg = f"S{5000 + k}" if k % 15 == 14 else f"{5000 + k}"
+        customer = "" if k % 20 == 7 else 100 + k % 9
+        receipts.append(f"{beleg};{1 + k % 28:02d}.{10 + k % 3}.2023 18:05;{customer};Österreich")
+        lines += [f"{beleg};{4711 + (k * 3 + j) % 11};\"Käse; würzig\";{1 + j};{'1.234,50' if j else '2,99'}"
+                  for j in range(2)]
+    (tmp_path / "positionen.csv").write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
+    (tmp_path / "belege.csv").write_bytes(("\n".join(receipts) + "\n").encode("latin-1"))
+    (tmp_path / "kunden.csv").write_bytes("Kundennummer;Segment;Umsatzziel\n100;Großhandel;2.000,25\n"
+                                          "101;Privat;17,5\n".encode("latin-1"))
+    tables = load_tables(tmp_path, progress=False)
+    kept = [k for k in range(60) if k % 15 != 14 and k % 20 != 7]  # not cancelled, a customer
+    assert len(tables.transactions) == 2 * len(kept)
+    assert sorted(set(tables.transactions.price.tolist())) == pytest.approx([2.99, 2469.0])  # 1.234,50 x 2
+    assert tables.transactions.day.min() == day_number("2023-10-01")
+    assert tables.customers.categorical_names == ("Segment",) and tables.customers.cardinalities == (2,)
