@@ -1,9 +1,12 @@
-"""The files of a table: found by name or glob, read as CSV (plain or gzip) or Parquet by extension.
+"""The files of a table: found by name or glob, read as delimited text (plain or gzip), Parquet or a
+spreadsheet's sheet by extension, with the table's :class:`training.data.spec.FileOptions`.
 
-A CSV file is parsed in blocks and a Parquet file in batches of its row groups, so a table of any
-size streams through a bounded amount of memory. Every column is read with a
-:class:`training.data.convert.ColumnRead`, so both formats give the same arrow types. Positions in
-messages are ``line N`` in a CSV file (the header is line 1) and ``row N`` in a Parquet file.
+A CSV file is parsed in blocks (its delimiter read off the header, its text transcoded from its
+encoding) and a Parquet file in batches of its row groups, so a table of any size streams through a
+bounded amount of memory; a sheet is read whole (:mod:`training.data.sheets`). Every column is read
+with a :class:`training.data.convert.ColumnRead`, so every format gives the same arrow types.
+Positions in messages are ``line N`` in a CSV file (the header is line 1) and ``row N`` in a
+Parquet file or a sheet.
 """
 
 from __future__ import annotations
