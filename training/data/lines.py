@@ -126,8 +126,9 @@ def transaction_lines(data_dir: Path, spec: TransactionsSpec, extra: Mapping[str
     if rows_kept == 0:
         why = f" ({'; '.join(unmatched)})" if unmatched else ""
         raise DataError(f"{label}: none of the {rows_read:,} rows passes the filter{why}")
-    for line in unmatched if note is not None else ():
-        note(line)
+    if note is not None:
+        for line in unmatched:
+            note(line)
 
 
 def _typed(file: SourceFile, spec: TransactionsSpec, group: pa.Table, rows: np.ndarray, form: TimeForm,

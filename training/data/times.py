@@ -108,7 +108,7 @@ def epoch_form(first: pa.Array) -> TimeForm:
     """Integer epoch times in the unit their size says: the finest of seconds, milliseconds,
     microseconds and nanoseconds in which the largest of ``first`` (a few of the column's values)
     still falls before 2200 (times of 1900..2200 in one unit are out of reach in another)."""
-    largest = abs(pc.max(pc.abs(first)).as_py() or 0) if len(first) else 0
+    largest = (pc.max(pc.abs(first)).as_py() or 0) if len(first) else 0
     unit = next((u for u, per_day in _UNITS_PER_DAY.items() if largest <= _EPOCH_DAYS[1] * per_day), "ns")
     return TimeForm(pa.int64(), f"an integer (epoch {_UNIT_WORDS[unit]})", epoch=True, unit=unit)
 
