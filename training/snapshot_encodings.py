@@ -26,8 +26,9 @@ from models.store.live_nodes import ENCODINGS_FILE
 from models.store.tables import NodeTable, RelTables
 from training.data.common import DataError
 from training.data.convert import FLOAT64, TEXT, ConversionError
+from training.data.files import resolve_files
 from training.data.ids import ID, id_text
-from training.data.sources import read_table, resolve_files
+from training.data.sources import read_table
 from training.data.spec import DatasetSpec, NodeSpec
 
 

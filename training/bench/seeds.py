@@ -33,7 +33,7 @@ from models.registry import TASKS
 from training.bench.seed_runs import FitRun, parse_with_fit_args, reserved_option, run_fit
 from training.bench.seed_stats import LIGHTGBM, MODEL, costs, report, summarize
 from training.data.common import DataError
-from training.data.sources import resolve_files
+from training.data.files import resolve_files
 from training.data.spec_file import find_spec
 
 PROG = "python -m training.bench.seeds"

@@ -8,6 +8,7 @@ empty, other numbers in their shortest form, dates as ISO text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,14 +68,57 @@ def to_text(values: pa.Array) -> pa.Array:
 
 
 def to_float(values: pa.Array, kind: pa.DataType) -> pa.Array:
-    """``values`` (numbers, or text of numbers) as ``kind``; empty text is null."""
+    """``values`` (numbers, or text of numbers) as ``kind``; empty text is null. Text that is no plain
+    number is read as :func:`plain_numbers` with a decimal point writes it (``$1,234.50``)."""
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
-    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+    text = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+    if text:
         values = pc.if_else(pc.equal(values, ""), pa.scalar(None, values.type), values)
     if pa.types.is_boolean(values.type):
         values = values.cast(pa.int8())
-    return _checked(values, kind)
+    if not text:
+        return _checked(values, kind)
+    try:
+        return values.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    try:
+        return _checked(plain_numbers(values, "."), kind)
+    except ConversionError as err:  # named as the file holds it
+        raise ConversionError(err.row, str(values[err.row].as_py())) from None
+
+
+# Around a number: a currency sign (any of Unicode's: $ £ € ¥ ...) or an ISO code (USD, EUR), before
+# or after it, with or without a space; a minus may stand before the sign (-$3.00).
+_CURRENCY_BEFORE = r"^([+-]?)\s*(?:\p{Sc}|[A-Z]{3})\s*"
+_CURRENCY_AFTER = r"\s*(?:\p{Sc}|[A-Z]{3})$"
+# A number: its thousands grouped or not, by the mark that is not the decimal one, a space, a no-break
+# space or an apostrophe (1,234.5 / 1 234,5 / 1'234.5); a first group has no leading zero, so 0,250
+# is no grouped 250.
+_SPACES = "'\u00a0\u202f "
+_GROUPS = {".": ",", ",": "."}  # per decimal mark, the mark that groups thousands
+_NUMBER = {mark: (rf"^[+-]?(([1-9][0-9]{{0,2}}([{group}{_SPACES}][0-9]{{3}})+|[0-9]+)"
+                  rf"({re.escape(mark)}[0-9]*)?|{re.escape(mark)}[0-9]+)$")
+           for mark, group in _GROUPS.items()}
+
+
+def plain_numbers(values: pa.Array, decimal: str) -> pa.Array:
+    """Text numbers as a shop's export may write them (a currency sign or code, thousands grouped,
+    ``decimal`` the decimal mark: ``.`` or ``,``) in plain form (``1234.5``); other values as they are.
+
+    ``$1,234.50``, ``1,234.50 USD`` and ``-£3`` are ``1234.50``, ``1234.50`` and ``-3`` with a decimal
+    point; ``1.234,50 €`` and ``1 234,5`` are ``1234.50`` and ``1234.5`` with a decimal comma.
+    """
+    trimmed = pc.utf8_trim_whitespace(values)
+    bare = pc.replace_substring_regex(pc.replace_substring_regex(trimmed, _CURRENCY_BEFORE, r"\1"),
+                                      _CURRENCY_AFTER, "")
+    number = pc.fill_null(pc.match_substring_regex(bare, _NUMBER[decimal]), False)
+    group_marks = f"[{_GROUPS[decimal]}{_SPACES}]"
+    plain = pc.replace_substring_regex(bare, group_marks, "")
+    if decimal == ",":
+        plain = pc.replace_substring(plain, ",", ".")
+    return pc.if_else(number, plain, values)
 
 
 def _checked(values: pa.Array, kind: pa.DataType) -> pa.Array:

@@ -24,9 +24,10 @@ import pyarrow.compute as pc
 
 from training.data.common import DataError, show
 from training.data.convert import ColumnRead
+from training.data.files import SourceFile, resolve_files, table_label
 from training.data.ids import ID, fixed_width, id_text
 from training.data.origins import RowOrigins
-from training.data.sources import SourceFile, read_table, resolve_files, table_label
+from training.data.sources import read_table
 from training.data.spec import JoinSpec
 
 

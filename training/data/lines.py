@@ -20,9 +20,10 @@ from models.progress import progress_bar
 from training.data.common import DataError, show
 from training.data.conditions import row_mask
 from training.data.convert import FLOAT32, FLOAT64, TEXT, ColumnRead, ConversionError
+from training.data.files import SourceFile, resolve_files, table_label
 from training.data.ids import ID, id_text
 from training.data.joins import open_joins, source_file
-from training.data.sources import SourceFile, read_batches, resolve_files, table_label
+from training.data.sources import read_batches
 from training.data.spec import TransactionsSpec
 from training.data.times import TimeForm, check_epoch_days, time_form
 

@@ -30,8 +30,13 @@ from training.data.common import (
     show,
 )
 
-_CONVERSION = re.compile(r"CSV column #(\d+): CSV conversion error to ([^:]+): invalid value '(.*)'$", re.S)
+CONVERSION = re.compile(r"CSV column #(\d+): CSV conversion error to ([^:]+): invalid value '(.*)'$", re.S)
 _TYPE_WORDS = {"date32[day]": "a date (YYYY-MM-DD)", "float": "a number", "double": "a number"}
+
+# A number a decimal-point reading cannot take but a decimal-comma one can (12,50 or 1.234,5 and
+# around them a currency), and what to set then.
+DECIMAL_COMMA = re.compile(r"\D{0,4}[+-]?[0-9.]*[0-9],[0-9]+\D{0,4}")
+DECIMAL_COMMA_ADVICE = " (a decimal comma? set decimal = \",\" in the spec's table of this file)"
 
 
 @contextmanager
@@ -58,7 +63,7 @@ def explain(path: Path, header: list[str], message: str, words: Mapping[str, str
         return _not_text(path, encoding)
     if "CSV parse error" in message:
         return _malformed_row(path, header, message, encoding)
-    match = _CONVERSION.search(message)
+    match = CONVERSION.search(message)
     if match and int(match[1]) < len(header):
         column = header[int(match[1])]
         what = (words or {}).get(column) or _TYPE_WORDS.get(match[2], match[2])
@@ -110,8 +115,8 @@ def _malformed_row(path: Path, header: list[str], message: str, encoding: str) -
 def _bad_value(path: Path, column: str, words: str, value: str, encoding: str) -> DataError:
     """Find the first line whose ``column`` holds the unparseable ``value``."""
     what = f"cannot parse {column} value {show(value)} as {words}"
-    if words == "a number" and re.fullmatch(r"[+-]?[0-9.]*[0-9],[0-9]+", value):
-        what += " (a decimal comma? set decimal = \",\" in the spec's table of this file)"
+    if words == "a number" and DECIMAL_COMMA.fullmatch(value):
+        what += DECIMAL_COMMA_ADVICE
     offset = 0
     try:
         for batch in pa_csv.open_csv(path, read_options=read_options(encoding=encoding),

@@ -18,9 +18,10 @@ from models.progress import progress_bar
 from models.store.tables import NodeTable
 from training.data.common import DataError, show
 from training.data.features import encode_features, feature_reads
+from training.data.files import resolve_files
 from training.data.ids import ID, check_ids, fixed_width, id_text
 from training.data.origins import RowOrigins
-from training.data.sources import read_table, resolve_files
+from training.data.sources import read_table
 from training.data.spec import Feature, NodeSpec
 
 

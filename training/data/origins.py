@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from training.data.sources import CSV, SourceFile, table_label
+from training.data.files import CSV, SourceFile, table_label
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,9 @@ from training.data.common import (
     read_header,
     read_options,
 )
+from training.data.files import PARQUET, SHEET, SourceFile, resolve_files
 from training.data.ids import id_text
 from training.data.lines import transaction_lines
-from training.data.sources import PARQUET, SHEET, SourceFile, resolve_files
 from training.data.spec import DatasetSpec
 from training.data.spec_file import SPEC_FILE, find_spec
 

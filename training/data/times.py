@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 
 from training.data.common import DataError, show
 from training.data.convert import ColumnRead, ConversionError, to_text
-from training.data.sources import PARQUET, SourceFile, first_values
+from training.data.files import PARQUET, SourceFile
+from training.data.sources import first_values
 
 ISO_DATE = "%Y-%m-%d"
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")

@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 
 from models.store.tables import NodeTable, Transactions
 from training.data.common import DataError, show
+from training.data.files import resolve_files, table_label
 from training.data.lines import LineGroup, transaction_lines
-from training.data.sources import resolve_files, table_label
 from training.data.spec import TransactionsSpec
 
 

@@ -12,7 +12,7 @@ import hashlib
 from pathlib import Path
 
 from training.data.common import DataError
-from training.data.sources import resolve_files
+from training.data.files import resolve_files
 from training.data.spec import DatasetSpec
 from training.data.spec_file import find_spec
 from training.fit.config import FitError

@@ -1,0 +1,114 @@
+"""Numbers as shops' exports write them: a currency sign or code, thousands grouped, a decimal comma."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from training.data import common
+from training.data.convert import plain_numbers
+from training.data.load import DataError, load_tables
+
+SPEC = """[transactions]
+file = "{file}"
+customer = "Customer ID"
+article = "StockCode"
+time = "InvoiceDate"
+price = "Price"
+filter = ["Price > 0"]
+{extra}
+"""
+ROWS = 3000
+PRICES = [1234.5, 3.0, 7.0, 12.0, 0.99]
+
+
+def written(i: int) -> str:
+    """Row ``i``'s price as an export might write it (its value is ``PRICES[i % 5]``)."""
+    return ["$1,234.50", "£3", " 7 ", "12.00 USD", "0.99"][i % 5]
+
+
+def export(directory: Path, price: list[str], extra: str = "", delimiter: str = ",",
+           customers: str | None = None) -> Path:
+    directory.mkdir()
+    rows = "".join(f"c{i % 11}{delimiter}A{i % 7}{delimiter}2010-12-0{1 + i % 3}{delimiter}\"{p}\"\n"
+                   for i, p in enumerate(price))
+    (directory / "orders.csv").write_text(f"Customer ID{delimiter}StockCode{delimiter}InvoiceDate"
+                                          f"{delimiter}Price\n" + rows)
+    if customers is not None:
+        (directory / "customers.csv").write_text(customers)
+        extra += ('\n[customers]\nfrom = "transactions"\nfile = "customers.csv"\nid = "id"\n'
+                  'features = { spend = "numeric" }\n')
+    (directory / "relserve.toml").write_text(SPEC.format(file="orders.csv", extra=extra))
+    return directory
+
+
+def load(directory: Path):
+    return load_tables(directory, progress=False)
+
+
+def assert_same(expected, loaded) -> None:
+    for name in ("customer", "article", "day", "price"):
+        np.testing.assert_array_equal(getattr(expected.transactions, name),
+                                      getattr(loaded.transactions, name))
+    np.testing.assert_array_equal(expected.customers.numeric, loaded.customers.numeric)
+
+
+def test_plain_numbers_reads_each_form() -> None:
+    values = pa.array(["$1,234.50", "1,234.50 USD", "-£3", "$-3", "EUR 12", " 7 ", "1'234.5", "0,250",
+                       "12,50", "x", None])
+    assert plain_numbers(values, ".").to_pylist() == ["1234.50", "1234.50", "-3", "-3", "12", "7", "1234.5",
+                                                      "0,250", "12,50", "x", None]
+    values = pa.array(["1.234,50 €", "1\u00a0234,5", "12,50", "-3 EUR", "0,250", "1,234.50", "x"])
+    assert plain_numbers(values, ",").to_pylist() == ["1234.50", "1234.5", "12.50", "-3", "0.250", "1,234.50",
+                                                      "x"]
+
+
+def test_currency_and_grouping_after_the_first_blocks(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain numbers for most of the file, then the export's own forms: the reader takes the blocks it
+    can and reads the rest as text, to what a plain file gives (a filter on the price included)."""
+    monkeypatch.setattr(common, "BLOCK_SIZE", 1 << 12)  # many blocks before the first formatted price
+    plain = [repr(PRICES[i % 5]) for i in range(ROWS)]
+    formatted = plain[:-500] + [written(i) for i in range(ROWS - 500, ROWS)] + ["-$3.00"]
+    spend = "id,spend\nc1,\"1,234.5\"\nc2,$17.50\nc3,0.5\n"
+    customers = "id,spend\nc1,1234.5\nc2,17.5\nc3,0.5\n"
+    expected = load(export(tmp_path / "plain", [*plain, "-3"], customers=customers))
+    loaded = load(export(tmp_path / "formatted", formatted, customers=spend))
+    assert_same(expected, loaded)
+    assert loaded.transactions.price[-5:].tolist() == pytest.approx(PRICES)
+
+
+def test_a_decimal_comma_with_currency_and_spaces(tmp_path: Path) -> None:
+    plain = [repr(PRICES[i % 5]) for i in range(30)]
+    comma = [["1\u00a0234,50 €", "3 €", "7", "EUR 12,00", "0,99"][i % 5] for i in range(30)]
+    expected = load(export(tmp_path / "plain", plain))
+    loaded = load(export(tmp_path / "comma", comma, extra='decimal = ","', delimiter=";"))
+    assert_same(expected, loaded)
+
+
+def test_numbers_as_text_in_parquet(tmp_path: Path) -> None:
+    expected = load(export(tmp_path / "plain", [repr(PRICES[i % 5]) for i in range(30)]))
+    (tmp_path / "parquet").mkdir()
+    table = pa.table({"Customer ID": [f"c{i % 11}" for i in range(30)],
+                      "StockCode": [f"A{i % 7}" for i in range(30)],
+                      "InvoiceDate": [f"2010-12-0{1 + i % 3}" for i in range(30)],
+                      "Price": [written(i) for i in range(30)]})
+    pq.write_table(table, tmp_path / "parquet" / "orders.parquet")
+    (tmp_path / "parquet" / "relserve.toml").write_text(SPEC.format(file="orders.parquet", extra=""))
+    assert_same(expected, load(tmp_path / "parquet"))
+
+
+def test_a_value_no_form_explains_is_named_with_its_line(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(common, "BLOCK_SIZE", 1 << 12)
+    price = [repr(PRICES[i % 5]) for i in range(ROWS)] + ["$3.50", "n/a"]
+    with pytest.raises(DataError, match=rf"^orders.csv: line {ROWS + 3}: cannot parse Price value 'n/a' as a "
+                                        "number$"):
+        load(export(tmp_path / "bad", price))
+    with pytest.raises(DataError, match=r"^orders.csv: line 3: cannot parse Price value '12,50 €' as a "
+                                        r"number \(a decimal comma\? set decimal = "):
+        load(export(tmp_path / "comma", ["1.5", "12,50 €"]))
