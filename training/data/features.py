@@ -26,7 +26,7 @@ from training.data.common import DataError, show
 from training.data.convert import FLOAT64, TEXT, ColumnRead, ConversionError
 from training.data.spec import AUTO, CATEGORICAL, NUMERIC, TIMESTAMP, Feature
 from training.data.spec import TEXT as TEXT_TYPE
-from training.data.times import DATETIME_FORM, epoch_form, formatted
+from training.data.times import DATETIME_FORM, compact_form, epoch_form, formatted
 
 MAX_INTEGER_CATEGORIES = 64
 TEXT_MIN_LENGTH = 20
@@ -132,14 +132,18 @@ def _floats(values: pa.Array, column: str, where: Callable[[int], str]) -> pa.Ar
 
 
 def _days(values: pa.Array, column: str, where: Callable[[int], str], time_format: str | None) -> pa.Array:
-    """Day numbers (float64, null where empty) of ISO dates and times, integer epoch times (seconds, or
-    a finer unit when the values are that large), or text in ``time_format``."""
+    """Day numbers (float64, null where empty) of ISO dates and times, dates written as one number
+    (``20101201``), integer epoch times (seconds, or a finer unit when the values are that large), or
+    text in ``time_format``."""
     present = pc.drop_null(values)
-    if time_format is None and len(present) and pc.all(pc.match_substring_regex(present, _INTEGER)).as_py():
+    integers = (time_format is None and len(present) > 0
+                and pc.all(pc.match_substring_regex(present, _INTEGER)).as_py())
+    compact = compact_form(present) if integers else None
+    if integers and compact is None:
         values = values.cast(pa.int64())
         form = epoch_form(pc.drop_null(values))
     else:
-        form = DATETIME_FORM if time_format is None else formatted(time_format)
+        form = compact or (DATETIME_FORM if time_format is None else formatted(time_format))
         try:
             values = form.column_read().convert(values)
         except ConversionError as err:

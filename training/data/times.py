@@ -3,7 +3,8 @@
 Every task is day-based, so a timestamp keeps only its day (days since 1970-01-01, see
 :func:`models.schema.day_number`). Without a ``time_format`` the form is inferred from the first
 values: ISO dates (``2010-12-01``), ISO dates and times (``2010-12-01 08:26:00``,
-``2010-12-01T08:26``; with a zone offset or ``Z`` the UTC day is kept), or integer epoch seconds
+``2010-12-01T08:26``; with a zone offset or ``Z`` the UTC day is kept), dates and times written as
+one number (``20101201``, ``20101201074500``, in text or an integer column), or integer epoch seconds
 (milliseconds, microseconds or nanoseconds when the values are that large: event logs write
 milliseconds).
 A Parquet date or timestamp column is read as it is. Integer day numbers (day 1, 2, ... of a panel,
@@ -31,6 +32,10 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?")
 _DATETIME_ZONE = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})")
 _EPOCH = re.compile(r"-?\d+")
+# Dates and times written as one number (20101201, 20101201074500): all-digit forms that epoch times
+# in a shop's years never take (as epoch seconds 20101201 falls in 1970's August).
+_YMD = r"(19|20)\d\d(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])"
+_COMPACT = ((f"^{_YMD}$", "%Y%m%d"), (f"^{_YMD}([01]\\d|2[0-3])[0-5]\\d[0-5]\\d$", "%Y%m%d%H%M%S"))
 _UNITS_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
 _SAMPLE = 1000
 _EPOCH_DAYS = (-25_567, 84_006)  # 1900-01-01 .. 2200-01-01: beyond, epoch seconds were not meant
@@ -73,7 +78,8 @@ class TimeForm:
 
     def _convert(self, values: pa.Array) -> pa.Array:
         kind = values.type
-        if not _is_text(kind):  # a Parquet date, timestamp or epoch number: read as it is
+        compact = self.time_format is not None and self.origin is None and pa.types.is_integer(kind)
+        if not _is_text(kind) and not compact:  # a Parquet date, timestamp or epoch number: as it is
             return values
         text = to_text(values)
         if self.time_format is None or self.origin is not None:
@@ -146,12 +152,15 @@ def time_form(file: SourceFile, column: str, time_format: str | None) -> TimeFor
     if time_format is not None:
         return formatted(time_format)
     first = first_values(file, column, _SAMPLE * 4)
-    if file.format == PARQUET and not _is_text(first.type):
-        numeric = pa.types.is_integer(first.type) or pa.types.is_floating(first.type)
-        return _epoch(file, column, pc.drop_null(first)) if numeric else DATETIME_FORM
+    if file.format == PARQUET and not _is_text(first.type) and not pa.types.is_integer(first.type):
+        floating = pa.types.is_floating(first.type)  # integers: as text below (20101201 is a date)
+        return _epoch(file, column, pc.drop_null(first)) if floating else DATETIME_FORM
     values = [v for v in to_text(first).to_pylist() if v][:_SAMPLE]
     if not values:
         return DATE_FORM
+    compact = compact_form(pa.array(values))
+    if compact is not None:
+        return compact
     for pattern, form in ((_DATE, DATE_FORM), (_DATETIME, DATETIME_FORM), (_DATETIME_ZONE, ZONED_FORM),
                           (_EPOCH, EPOCH_FORM)):
         if all(pattern.fullmatch(v) for v in values):
@@ -159,6 +168,15 @@ def time_form(file: SourceFile, column: str, time_format: str | None) -> TimeFor
     odd = next(v for v in values if not _DATETIME.fullmatch(v))
     raise DataError(f"{file.name}: cannot infer the form of time column {column} from {show(odd)}: set "
                     "time_format in [transactions] (a strptime format such as '%m/%d/%Y %H:%M')")
+
+
+def compact_form(values: pa.Array) -> TimeForm | None:
+    """The form of dates (and times) written as one number, if every one of ``values`` (text, no
+    nulls) is one: ``20101201`` (``%Y%m%d``) or ``20101201074500`` (``%Y%m%d%H%M%S``)."""
+    for pattern, time_format in _COMPACT:
+        if len(values) and pc.all(pc.match_substring_regex(values, pattern)).as_py():
+            return formatted(time_format)
+    return None
 
 
 def _epoch(file: SourceFile, column: str, first: pa.Array) -> TimeForm:
