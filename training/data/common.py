@@ -109,8 +109,10 @@ def csv_delimiter(path: Path, encoding: str = UTF8) -> str:
 
 
 def parse_options(path: Path, encoding: str = UTF8, **options) -> pa_csv.ParseOptions:
-    """pyarrow's parse options for ``path``: its delimiter (and ``options``)."""
-    return pa_csv.ParseOptions(delimiter=csv_delimiter(path, encoding), **options)
+    """pyarrow's parse options for ``path``: its delimiter (and ``options``). A quoted field may span
+    lines (a product description with line breaks): without saying so, pyarrow's reader loses step at
+    the first such field past its first block."""
+    return pa_csv.ParseOptions(delimiter=csv_delimiter(path, encoding), newlines_in_values=True, **options)
 
 
 def read_header(path: Path, encoding: str = UTF8) -> list[str]:

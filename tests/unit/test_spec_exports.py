@@ -1,4 +1,5 @@
-"""Numbers as shops' exports write them: a currency sign or code, thousands grouped, a decimal comma."""
+"""Text files as shops export them: numbers with a currency sign or code, thousands grouped, a decimal
+comma; quoted fields that span lines."""
 
 from __future__ import annotations
 
@@ -112,3 +113,17 @@ def test_a_value_no_form_explains_is_named_with_its_line(tmp_path: Path,
     with pytest.raises(DataError, match=r"^orders.csv: line 3: cannot parse Price value '12,50 €' as a "
                                         r"number \(a decimal comma\? set decimal = "):
         load(export(tmp_path / "comma", ["1.5", "12,50 €"]))
+
+
+def test_quoted_fields_that_span_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A products file whose descriptions hold line breaks, past the reader's first block."""
+    monkeypatch.setattr(common, "BLOCK_SIZE", 1 << 12)
+    products = "".join(f'A{i},"Mug {i}\nwith a handle, blue",kitchen{i % 3}\n' for i in range(2000))
+    directory = export(tmp_path / "lines", [repr(PRICES[i % 5]) for i in range(ROWS)])
+    (directory / "products.csv").write_text("id,description,category\n" + products)
+    spec = (directory / "relserve.toml").read_text()
+    (directory / "relserve.toml").write_text(spec + '\n[articles]\nfile = "products.csv"\nid = "id"\n'
+                                             'features = ["category", "description"]\n')
+    articles = load(directory).articles
+    assert len(articles.ids) == 2000 and articles.cardinalities == (3,)
+    assert np.bincount(articles.categorical[:, 0]).tolist() == [0, 667, 667, 666]
