@@ -71,13 +71,14 @@ def test_plain_numbers_reads_each_form() -> None:
 def test_currency_and_grouping_after_the_first_blocks(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Plain numbers for most of the file, then the export's own forms: the reader takes the blocks it
-    can and reads the rest as text, to what a plain file gives (a filter on the price included)."""
+    can and reads the rest as text, to what a plain file gives (a filter on the price included; a
+    missing number written NULL or N/A is empty)."""
     monkeypatch.setattr(common, "BLOCK_SIZE", 1 << 12)  # many blocks before the first formatted price
     plain = [repr(PRICES[i % 5]) for i in range(ROWS)]
-    formatted = plain[:-500] + [written(i) for i in range(ROWS - 500, ROWS)] + ["-$3.00"]
-    spend = "id,spend\nc1,\"1,234.5\"\nc2,$17.50\nc3,0.5\n"
-    customers = "id,spend\nc1,1234.5\nc2,17.5\nc3,0.5\n"
-    expected = load(export(tmp_path / "plain", [*plain, "-3"], customers=customers))
+    formatted = plain[:-500] + [written(i) for i in range(ROWS - 500, ROWS)] + ["-$3.00", "NULL"]
+    spend = "id,spend\nc1,\"1,234.5\"\nc2,$17.50\nc3,0.5\nc4,N/A\n"
+    customers = "id,spend\nc1,1234.5\nc2,17.5\nc3,0.5\nc4,\n"
+    expected = load(export(tmp_path / "plain", [*plain, "-3", ""], customers=customers))
     loaded = load(export(tmp_path / "formatted", formatted, customers=spend))
     assert_same(expected, loaded)
     assert loaded.transactions.price[-5:].tolist() == pytest.approx(PRICES)
@@ -106,9 +107,9 @@ def test_numbers_as_text_in_parquet(tmp_path: Path) -> None:
 def test_a_value_no_form_explains_is_named_with_its_line(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(common, "BLOCK_SIZE", 1 << 12)
-    price = [repr(PRICES[i % 5]) for i in range(ROWS)] + ["$3.50", "n/a"]
-    with pytest.raises(DataError, match=rf"^orders.csv: line {ROWS + 3}: cannot parse Price value 'n/a' as a "
-                                        "number$"):
+    price = [repr(PRICES[i % 5]) for i in range(ROWS)] + ["$3.50", "free"]
+    with pytest.raises(DataError, match=rf"^orders.csv: line {ROWS + 3}: cannot parse Price value 'free' "
+                                        "as a number$"):
         load(export(tmp_path / "bad", price))
     with pytest.raises(DataError, match=r"^orders.csv: line 3: cannot parse Price value '12,50 €' as a "
                                         r"number \(a decimal comma\? set decimal = "):

@@ -69,7 +69,8 @@ def to_text(values: pa.Array) -> pa.Array:
 
 def to_float(values: pa.Array, kind: pa.DataType) -> pa.Array:
     """``values`` (numbers, or text of numbers) as ``kind``; empty text is null. Text that is no plain
-    number is read as :func:`plain_numbers` with a decimal point writes it (``$1,234.50``)."""
+    number is read as :func:`plain_numbers` with a decimal point writes it (``$1,234.50``), and the
+    words exports write for a missing number (:data:`MISSING_NUMBERS`, any case) are null."""
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
     text = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
@@ -83,11 +84,17 @@ def to_float(values: pa.Array, kind: pa.DataType) -> pa.Array:
         return values.cast(kind)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
+    plain = plain_numbers(values, ".")
+    missing = pc.is_in(pc.utf8_lower(pc.utf8_trim_whitespace(plain)), value_set=MISSING_NUMBERS)
     try:
-        return _checked(plain_numbers(values, "."), kind)
+        return _checked(pc.if_else(missing, pa.scalar(None, plain.type), plain), kind)
     except ConversionError as err:  # named as the file holds it
         raise ConversionError(err.row, str(values[err.row].as_py())) from None
 
+
+# What exports write for a missing number (databases, spreadsheets, pandas): null in a numeric
+# column, where no text is a value (ids and categories keep them as written).
+MISSING_NUMBERS = pa.array(["na", "n/a", "nan", "null", "none", "\\n", "-", "--", "#n/a", "?"])
 
 # Around a number: a currency sign (any of Unicode's: $ £ € ¥ ...) or an ISO code (USD, EUR), before
 # or after it, with or without a space; a minus may stand before the sign (-$3.00).
