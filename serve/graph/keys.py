@@ -27,6 +27,9 @@ from serve.ingest.pacing import Pacer
 log = logging.getLogger("relserve.graph")
 
 RETRY_S = 1.0
+# While the owner keys this worker's model there is nothing to do here but notice a hot swap that
+# changes that: no need to wake 20 times a second.
+OWNER_KEYED_POLL_S = 0.25
 
 
 class KeyFollower:
@@ -61,7 +64,10 @@ class KeyFollower:
         these are stale; returns the pause before the next step."""
         inference = self.inference()
         inference.follow_published_keys()
-        if self.owner_keys_this_model(inference) or not inference.article_keys_stale():
+        if self.owner_keys_this_model(inference):  # every answer adopts the owner's newer keys itself
+            self._stale_since = None
+            return max(self.poll_s, OWNER_KEYED_POLL_S)
+        if not inference.article_keys_stale():
             self._stale_since = None
             return self.poll_s
         if self._stale_since is None:

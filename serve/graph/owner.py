@@ -36,6 +36,9 @@ from serve.processes import OWNER_NAME, defer_to_main, name_process, set_thread_
 log = logging.getLogger("relserve.graph")
 
 RETRY_S = 1.0  # after a log error (e.g. the broker is unreachable)
+# With nothing new, how long the owner waits on a log that wakes it at an append (the local WAL):
+# as long as following a compaction or a model order may take; a batch wakes it at once.
+IDLE_WAIT_S = 0.25
 OWNER = "graph"  # the ``task`` label of the owner's metrics
 # A due step then starts and finishes without queueing behind the workers, which is most of the graph
 # lag under load. Its pacing (serve.ingest.pacing) is by wall time, so the time it no longer waits
@@ -85,8 +88,11 @@ class GraphOwner:
         return self.keys.refresh(self.graph) or bool(batches)
 
     def run(self, running: Callable[[], bool]) -> None:
-        """Step until ``running()`` turns false; a step that fails is retried after :data:`RETRY_S`."""
+        """Step until ``running()`` turns false; a step that fails is retried after :data:`RETRY_S`.
+        With nothing new it waits on the log (woken by an append) rather than looking again every
+        poll, up to :data:`IDLE_WAIT_S` or until a key refresh falls due."""
         while running():
+            worked = True
             try:
                 started = time.perf_counter()
                 worked = self.step()
@@ -97,7 +103,10 @@ class GraphOwner:
             except Exception:  # the owner must outlive any one bad step
                 log.exception("applying the ingestion log failed; retrying in %.0f s", RETRY_S)
                 pause = RETRY_S
-            time.sleep(pause)
+            if worked or not self.log.wakes_on_append:
+                time.sleep(pause)
+            else:
+                self.log.wait(max(pause, min(IDLE_WAIT_S, self.keys.due_in())))
 
     def _follow_version(self) -> bool:
         """Switch to the state directory's current snapshot version if it moved; whether it did."""

@@ -20,6 +20,7 @@ is keyed at the next due refresh, together with every batch applied meanwhile.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +113,12 @@ class KeyMaker:
         self._due = time.monotonic() + self.pacer.pause(cost, True)
         self._covered, self._stale_since = covered, None
         return True
+
+    def due_in(self) -> float:
+        """Seconds until a refresh the current version waits for falls due (``inf``: none waits)."""
+        if self._stale_since is None:
+            return math.inf
+        return max(0.0, self._due - time.monotonic())
 
     def write_keys(self, task: str, view: Any, path: Path) -> None:
         """Compute ``task``'s keys of every article on ``view`` at its seed day and write them to ``path``."""

@@ -44,7 +44,9 @@ class IngestConfig:
         max_rows: most rows per batch (413 beyond).
         max_bytes: largest ingestion body (413 beyond).
         sync_timeout_s: longest ``?sync=true`` waits for every worker (504 after).
-        poll_s: how often the graph owner looks for new batches.
+        poll_s: how often the graph owner looks for new batches in a Redis log (the local WAL
+            wakes it at each append; idle, it looks at least every
+            :data:`serve.graph.owner.IDLE_WAIT_S`).
         file_poll_s: how often the file drop looks for new files.
         clock: ``data`` (answers are for the day after the latest transaction) or ``wall`` (for
             tomorrow, UTC, when that is later: seed-time features age on days without sales).
@@ -131,7 +133,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--sync-timeout", type=float, default=d.sync_timeout_s, metavar="S",
                        help="longest ?sync=true waits for every worker to serve a batch")
     group.add_argument("--ingest-poll", type=float, default=d.poll_s, metavar="S",
-                       help="how often the graph owner looks for new batches")
+                       help="how often the graph owner looks for new batches in a Redis log (an "
+                            "append to the local WAL wakes it at once)")
     group.add_argument("--clock", default=d.clock, choices=CLOCKS,
                        help="seed day of answers: the day after the latest transaction (data), or "
                             "tomorrow UTC when later (wall)")

@@ -26,6 +26,7 @@ from models.store.shared_graph import SharedGraph
 from models.store.shared_header import shared_dir
 from models.store.shared_publisher import remove_shared
 from models.store.snapshot import GraphSnapshot
+from serve.graph import owner as owner_module
 from serve.graph import owner_keys
 from serve.graph.keys import KeyFollower
 from serve.graph.owner import GraphOwner
@@ -255,3 +256,31 @@ def test_the_owner_benchmark_prints_each_step(snapshot: GraphSnapshot, capsys: p
     assert all(float(v) >= 0 for r in rows for v in r[1:])
     with pytest.raises(SystemExit):
         graph_owner.main(["--artifacts", str(snapshot.directory), "--rows", "10"])  # no snapshot/ in it
+
+
+def test_an_idle_owner_waits_on_the_log_and_an_append_wakes_it(config: IngestConfig,
+                                                                snapshot: GraphSnapshot) -> None:
+    """With nothing new the owner does not look every poll (10 ms here) but waits on the WAL's
+    doorbell, up to ``IDLE_WAIT_S``; an append wakes it (counts of steps, not seconds, are asserted:
+    the machine may be loaded)."""
+    writer = open_ingestor(config, snapshot.directory)
+    owner = owner_of(config, snapshot)
+    steps, step = [], owner.step
+    owner.step = lambda: steps.append(1) or step()
+    stop = threading.Event()
+    try:
+        owner.catch_up()
+        thread = threading.Thread(target=owner.run, args=(lambda: not stop.is_set(),))
+        thread.start()
+        stop.wait(1.0)
+        assert 1 <= len(steps) <= 1.0 / owner_module.IDLE_WAIT_S + 2  # not 1.0 / config.poll_s = 100
+        writer.ingest("transactions", transaction_rows(snapshot, 3, day_offset=1))
+        for _ in range(500):
+            if owner.graph.sequence == 1:
+                break
+            stop.wait(0.01)
+        assert owner.graph.sequence == 1 and owner.publisher.version == 2
+    finally:
+        stop.set()
+        thread.join(10)
+        owner.close()

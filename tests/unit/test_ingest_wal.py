@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,27 @@ def test_writers_in_several_processes_never_lose_or_repeat_a_batch(tmp_path: Pat
 
 def _record_ends(path: Path) -> list[int]:
     return [end for _, _, end in parse(path.read_bytes())[0]]
+
+
+def _append_later(directory: str, delay_s: float) -> None:
+    time.sleep(delay_s)
+    WriteAheadLog(directory).append(batch(1), 1)
+
+
+def test_a_reader_waits_for_the_next_append_of_any_process(tmp_path: Path) -> None:
+    """``wait`` returns at an append by another process (its doorbell), else after its timeout; a
+    ring with no one waiting is lost harmlessly (the reader reads the log when it wakes anyway)."""
+    reader = WriteAheadLog(tmp_path)
+    WriteAheadLog(tmp_path).append(batch(9), 0)  # no waiter yet: nothing blocks, nothing fails
+    started = time.monotonic()
+    reader.wait(0.2)
+    assert time.monotonic() - started >= 0.15  # nothing appended since the bell was first waited on
+    writer = mp.get_context("fork").Process(target=_append_later, args=(str(tmp_path), 0.3))
+    writer.start()
+    started = time.monotonic()
+    reader.wait(30)
+    woke = time.monotonic() - started
+    writer.join(30)
+    assert writer.exitcode == 0 and woke < 10  # the append woke it, not the 30 s timeout
+    assert [b.sequence for b in reader.read(0)] == [1, 2]
+    reader.close()

@@ -68,6 +68,13 @@ class Log(Protocol):
         """Drop the batches up to ``through`` (a compacted snapshot holds them)."""
         ...
 
+    wakes_on_append: bool
+    """Whether :meth:`wait` returns as soon as a batch is appended (else it sleeps its timeout)."""
+
+    def wait(self, timeout: float) -> None:
+        """Block until a batch may have been appended, or ``timeout`` seconds."""
+        ...
+
     def close(self) -> None:
         ...
 

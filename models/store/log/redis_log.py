@@ -22,6 +22,7 @@ an append retried after its reply was lost meets the counter it moved and answer
 
 from __future__ import annotations
 
+import time
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any
@@ -149,6 +150,12 @@ class RedisLog:
         return (f"{self.address} runs with appendonly {settings['appendonly'] or '?'} and appendfsync "
                 f"{settings['appendfsync'] or '?'}: batches acknowledged just before a crash of Redis may be "
                 "lost (set appendonly yes, appendfsync always)")
+
+    wakes_on_append = False  # replicas on other machines append too: readers look again and again
+
+    def wait(self, timeout: float) -> None:
+        """Sleep ``timeout`` seconds (appends ring no bell here)."""
+        time.sleep(timeout)
 
     def close(self) -> None:
         self.client.close()

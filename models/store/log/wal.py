@@ -5,6 +5,9 @@ Each record is a header with its length, sequence and CRC-32, then the batch as 
 named by the sequence of its first record; a new one starts once the current one passes
 ``segment_bytes``, and whole segments below a compacted snapshot can be removed (:meth:`prune`).
 
+A reader waits for the next append on a doorbell beside the segments (:meth:`WriteAheadLog.wait`,
+:mod:`models.store.log.doorbell`) instead of looking again and again.
+
 Durability policy: :meth:`WriteAheadLog.append` writes the record with one ``write`` and returns only
 after ``fdatasync`` (and, for a new segment, an ``fsync`` of the directory), so every acknowledged
 batch survives a process crash and a power loss. Writers in several processes (API servers, the
@@ -29,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from models.files import fsync_path
+from models.store.log.doorbell import Doorbell
 from models.store.log.format import READ_LIMIT, LogConflict, LogError, decode_batch, encode_batch, numbered
 from models.store.log.wal_records import frame, parse, valid_record_after
 from models.store.records import IngestBatch
@@ -38,6 +42,7 @@ log = logging.getLogger("relserve.ingest")
 SEGMENT_BYTES = 64 << 20
 SUFFIX = ".wal"
 LOCK_FILE = "LOCK"
+DOORBELL = "doorbell"
 
 
 def segment_name(first: int) -> str:
@@ -64,6 +69,9 @@ class WriteAheadLog:
         self._sequence = 0
         self._read_fd: int | None = None
         self._write_fd: int | None = None
+        self.doorbell = Doorbell(self.directory / DOORBELL)
+
+    wakes_on_append = True  # :meth:`wait` returns at an append by any process of this machine
 
     def segments(self) -> list[int]:
         """First sequences of the segment files, ascending."""
@@ -113,7 +121,12 @@ class WriteAheadLog:
                 os.fdatasync(fd)
             self._offset += len(record)
             self._sequence = sequence
-            return sequence
+        self.doorbell.ring()
+        return sequence
+
+    def wait(self, timeout: float) -> None:
+        """Block until a batch is appended (rung by :meth:`append`) or ``timeout`` seconds pass."""
+        self.doorbell.wait(timeout)
 
     def recover(self) -> int:
         """Drop a torn last record, if any (with a warning); returns the last sequence."""
@@ -140,6 +153,7 @@ class WriteAheadLog:
     def close(self) -> None:
         with self._lock:
             self._close_fds()
+        self.doorbell.close()
 
     # The cursor.
 
