@@ -13,6 +13,7 @@ import logging
 import multiprocessing as mp
 import os
 import threading
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from serve.processes import release_children, signals_held
 
 log = logging.getLogger("relserve.graph")
 
-WATCH_S = 0.1
+WATCH_S = 0.1  # while an owner has not published since its (re)start; once it has, the watcher
+# blocks until the owner exits or the server stops (an idle server costs nothing here)
 MAX_BACKOFF_S = 30.0
 
 
@@ -51,6 +53,7 @@ class GraphOwnerProcess:
         self.restarts = 0
         self._failures = 0  # restarts since an owner last published
         self._stopping = threading.Event()
+        self._wake_read, self._wake_write = os.pipe()  # written once by stop(): ends the watcher's wait
         self._watcher: threading.Thread | None = None
 
     def start(self) -> None:
@@ -71,8 +74,12 @@ class GraphOwnerProcess:
 
     def _watch(self) -> None:
         header: GraphHeader | None = None
-        while not self._stopping.wait(WATCH_S):
+        while not self._stopping.is_set():
             process = self.process
+            sentinels = [self._wake_read] + ([process.sentinel] if process is not None else [])
+            wait(sentinels, timeout=WATCH_S if self.down.value or process is None else None)
+            if self._stopping.is_set():
+                return
             if process is not None and not process.is_alive():
                 if self._stopping.is_set():
                     return
@@ -101,7 +108,10 @@ class GraphOwnerProcess:
                     self._failures = 0
 
     def stop(self) -> None:
+        if self._stopping.is_set():
+            return
         self._stopping.set()
+        os.write(self._wake_write, b"\0")
         if self._watcher is not None:
             self._watcher.join(5)
         if self.process is not None and self.process.is_alive():
