@@ -128,3 +128,21 @@ def test_quoted_fields_that_span_lines(tmp_path: Path, monkeypatch: pytest.Monke
     articles = load(directory).articles
     assert len(articles.ids) == 2000 and articles.cardinalities == (3,)
     assert np.bincount(articles.categorical[:, 0]).tolist() == [0, 667, 667, 666]
+
+
+def test_a_decimal_comma_file_encodes_for_new_nodes_as_it_loads(tmp_path: Path) -> None:
+    """encodings.json (how served new customers are encoded) reads a decimal-comma customers file's
+    numbers as the loader did: the same mean, not a column skipped."""
+    from training.fit.dataset import dataset_spec
+    from training.snapshot_encodings import table_encodings
+
+    directory = export(tmp_path / "comma", ["1,5", "2", "3,25"], extra='decimal = ","', delimiter=";")
+    (directory / "customers.csv").write_text("id;spend;tier\nc0;2.000,25;1,5\nc1;17,5;2\n")
+    spec_text = (directory / "relserve.toml").read_text()
+    (directory / "relserve.toml").write_text(spec_text + '\n[customers]\nfrom = "transactions"\nfile = '
+                                             '"customers.csv"\nid = "id"\ndecimal = ","\nfeatures = { spend '
+                                             '= "numeric", tier = "categorical" }\n')
+    tables = load(directory)
+    encodings = table_encodings(directory, dataset_spec(directory, None).customers, tables.customers)
+    assert encodings["numeric"]["spend"]["mean"] == pytest.approx((2000.25 + 17.5) / 2)
+    assert encodings["categorical"]["tier"] == ["1.5", "2"]

@@ -91,8 +91,11 @@ def _text_batches(file: SourceFile, reads: Mapping[str, ColumnRead], as_text: Ma
             continue
         if row < skip:
             batch, row = batch.slice(skip - row), skip
+        # With a decimal comma every column is converted (text too: feature text is rewritten as
+        # numbers are); in the fallback only the numbers read as text.
+        every = file.options.decimal != "."
         yield pa.RecordBatch.from_arrays([_convert(file, name, batch.column(name), read, row)
-                                          if as_text[name] is not read else batch.column(name)
+                                          if every or as_text[name] is not read else batch.column(name)
                                           for name, read in reads.items()], names=list(reads))
         row += batch.num_rows
 
