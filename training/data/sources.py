@@ -58,18 +58,25 @@ def read_batches(file: SourceFile, reads: Mapping[str, ColumnRead],
     if file.options.decimal != ".":  # every column as text, numbers rewritten, then as Parquet's
         yield from _text_batches(file, reads, dict.fromkeys(reads, TEXT), on_bytes)
         return
-    done, reported = 0, [0]
+    reported = 0
+
+    def report(position: int) -> None:  # progress never goes back when the file is read again
+        nonlocal reported
+        if position > reported:
+            reported = position
+            on_bytes(position)
+
+    done = 0
     try:
-        for batch in _csv_batches(file, reads, on_bytes, refused=reported):
+        for batch in _csv_batches(file, reads, report, numbers_refused=True):
             yield batch
             done += batch.num_rows
         return
     except FormattedNumber:
         pass
     # The CSV reader refused a number as the export writes it ($1,234.50): the rest of the file with
-    # its numbers as text, converted as Parquet's text is (plain_numbers); progress never goes back.
-    as_text = {name: TEXT if _numeric(read) else read for name, read in reads.items()}
-    yield from _text_batches(file, reads, as_text, lambda n: n > reported[0] and on_bytes(n), skip=done)
+    # its numbers as text, converted as Parquet's text is (plain_numbers).
+    yield from _text_batches(file, reads, _numbers_as_text(reads), report, skip=done)
 
 
 class FormattedNumber(Exception):
@@ -78,6 +85,10 @@ class FormattedNumber(Exception):
 
 def _numeric(read: ColumnRead) -> bool:
     return read.csv_type is not None and pa.types.is_floating(read.csv_type)
+
+
+def _numbers_as_text(reads: Mapping[str, ColumnRead]) -> dict[str, ColumnRead]:
+    return {name: TEXT if _numeric(read) else read for name, read in reads.items()}
 
 
 def _text_batches(file: SourceFile, reads: Mapping[str, ColumnRead], as_text: Mapping[str, ColumnRead],
@@ -91,19 +102,16 @@ def _text_batches(file: SourceFile, reads: Mapping[str, ColumnRead], as_text: Ma
             continue
         if row < skip:
             batch, row = batch.slice(skip - row), skip
-        # With a decimal comma every column is converted (text too: feature text is rewritten as
-        # numbers are); in the fallback only the numbers read as text.
-        every = file.options.decimal != "."
         yield pa.RecordBatch.from_arrays([_convert(file, name, batch.column(name), read, row)
-                                          if every or as_text[name] is not read else batch.column(name)
+                                          if as_text[name] is TEXT else batch.column(name)
                                           for name, read in reads.items()], names=list(reads))
         row += batch.num_rows
 
 
 def _csv_batches(file: SourceFile, reads: Mapping[str, ColumnRead], on_bytes: Callable[[int], object],
-                 refused: list[int] | None = None) -> Iterator[pa.RecordBatch]:
-    """``file``'s batches; with ``refused`` a numeric column's value the reader cannot parse raises
-    :class:`FormattedNumber` (``refused[0]``: the bytes reported so far) instead of a :class:`DataError`."""
+                 numbers_refused: bool = False) -> Iterator[pa.RecordBatch]:
+    """``file``'s batches; with ``numbers_refused`` a numeric column's value the reader cannot parse
+    raises :class:`FormattedNumber` instead of a :class:`DataError`."""
     source = pa.OSFile(str(file.path))
     stream = pa.CompressedInputStream(source, "gzip") if is_gzip(file.path) else source
     with source, located_errors(file.path, file.columns(), _words(reads), file.encoding):
@@ -114,10 +122,8 @@ def _csv_batches(file: SourceFile, reads: Mapping[str, ColumnRead], on_bytes: Ca
             for batch in reader:
                 yield batch
                 on_bytes(source.tell())
-                if refused is not None:
-                    refused[0] = source.tell()
         except pa.ArrowInvalid as err:
-            if refused is not None and _numeric_refused(file, reads, str(err)):
+            if numbers_refused and _numeric_refused(file, reads, str(err)):
                 raise FormattedNumber from err
             raise
 
@@ -196,7 +202,9 @@ def read_table(file: SourceFile, reads: Mapping[str, ColumnRead]) -> pa.Table:
             except pa.ArrowInvalid as err:  # a number as the export writes it ($1,234.50): as text
                 if not _numeric_refused(file, reads, str(err)):
                     raise
-    batches = list(read_batches(file, reads))
+        batches = list(_text_batches(file, reads, _numbers_as_text(reads), lambda _: None))
+    else:
+        batches = list(read_batches(file, reads))
     schema = batches[0].schema if batches else None
     return pa.Table.from_batches(batches, schema) if batches else _empty(reads)
 
