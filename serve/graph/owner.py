@@ -103,10 +103,11 @@ class GraphOwner:
             except Exception:  # the owner must outlive any one bad step
                 log.exception("applying the ingestion log failed; retrying in %.0f s", RETRY_S)
                 pause = RETRY_S
-            if worked or not self.log.wakes_on_append:
+            if worked:
                 time.sleep(pause)
             else:
-                self.log.wait(max(pause, min(IDLE_WAIT_S, self.keys.due_in())))
+                idle = min(IDLE_WAIT_S, self.keys.due_in()) if self.log.wakes_on_append else 0.0
+                self.log.wait(max(pause, idle))
 
     def _follow_version(self) -> bool:
         """Switch to the state directory's current snapshot version if it moved; whether it did."""
