@@ -275,8 +275,8 @@ def test_an_idle_owner_waits_on_the_log_and_an_append_wakes_it(config: IngestCon
         stop.wait(1.0)
         assert 1 <= len(steps) <= 1.0 / owner_module.IDLE_WAIT_S + 2  # not 1.0 / config.poll_s = 100
         writer.ingest("transactions", transaction_rows(snapshot, 3, day_offset=1))
-        for _ in range(500):
-            if owner.graph.sequence == 1:
+        for _ in range(500):  # applied first, then published: wait for both
+            if owner.graph.sequence == 1 and owner.publisher.version == 2:
                 break
             stop.wait(0.01)
         assert owner.graph.sequence == 1 and owner.publisher.version == 2
