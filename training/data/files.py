@@ -1,7 +1,8 @@
 """The files of a table: found by name or glob, their format by extension (delimited text, plain or
-gzip; Parquet; a spreadsheet's sheet), read with the table's :class:`training.data.spec.FileOptions`
-(:mod:`training.data.sources` reads them). Positions in messages are ``line N`` in a CSV file (the
-header is line 1) and ``row N`` in a Parquet file or a sheet.
+gzip; Parquet; a spreadsheet's sheet; any of these inside a zip archive), read with the table's
+:class:`training.data.spec.FileOptions` (:mod:`training.data.sources` reads them). Positions in
+messages are ``line N`` in a CSV file (the header is line 1) and ``row N`` in a Parquet file or a
+sheet.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from training.data.archives import archive_members, split_archive
 from training.data.common import DataError, check_columns, data_file, line_number, read_header
 from training.data.sheets import SHEET_SUFFIXES, sheet_table
 from training.data.spec import FileOptions
@@ -32,11 +34,15 @@ class SourceFile:
         path: where it is.
         format: :data:`CSV`, :data:`PARQUET` or :data:`SHEET`.
         options: how it is written past its name (encoding, sheet, decimal mark).
+        archive: the zip it was extracted from (``path`` is then the extracted copy), or ``None``.
+        member: its name inside ``archive``.
     """
 
     path: Path
     format: str
     options: FileOptions = field(default_factory=FileOptions)
+    archive: Path | None = None
+    member: str | None = None
 
     @property
     def encoding(self) -> str:
@@ -49,6 +55,16 @@ class SourceFile:
     @property
     def name(self) -> str:
         return self.path.name
+
+    def relative_to(self, data_dir: Path) -> str:
+        """Where it is under ``data_dir`` (``orders/2010.csv``, ``dump.zip/orders.csv``), or its
+        absolute path when outside."""
+        path = self.archive if self.archive is not None else self.path
+        try:
+            where = str(path.relative_to(data_dir))
+        except ValueError:
+            where = str(path)
+        return where if self.archive is None else f"{where}/{self.member}"
 
     def where(self, row: int) -> str:
         """The position of 0-based data row ``row``: ``line N`` (CSV), ``row N`` (Parquet; a sheet's
@@ -73,31 +89,48 @@ class SourceFile:
         check_columns(self.path, self.columns(), tuple(dict.fromkeys(columns)))
 
 
+def _known_format(name: str) -> str | None:
+    name = name.lower()
+    return next((kind for suffix, kind in _FORMATS.items() if name.endswith(suffix)), None)
+
+
 def file_format(path: Path) -> str:
-    """:data:`CSV` or :data:`PARQUET` from the name's extension; :class:`DataError` otherwise."""
-    name = path.name.lower()
-    for suffix, kind in _FORMATS.items():
-        if name.endswith(suffix):
-            return kind
-    raise DataError(f"{path.name}: unknown file type (use .csv, .tsv or .txt, gzipped or not, .parquet, or a "
-                    "spreadsheet: .xlsx, .xls, .ods)")
+    """:data:`CSV`, :data:`PARQUET` or :data:`SHEET` from the name's extension; :class:`DataError`
+    otherwise."""
+    kind = _known_format(path.name)
+    if kind is None:
+        raise DataError(f"{path.name}: unknown file type (use .csv, .tsv or .txt, gzipped or not, .parquet, "
+                        "a spreadsheet: .xlsx, .xls, .ods, or any of them in a .zip)")
+    return kind
 
 
 def resolve_files(data_dir: Path, pattern: str, options: FileOptions | None = None) -> list[SourceFile]:
     """The files ``pattern`` names under ``data_dir`` (or absolute): one name (``name`` or ``name.gz``)
-    or a glob (``orders/*.parquet``), matches in sorted order; read as ``options`` say.
+    or a glob (``orders/*.parquet``), matches in sorted order; read as ``options`` say. A pattern
+    through a zip (``dump.zip``, ``dump.zip/orders/*.csv``) names members of the archive
+    (:mod:`training.data.archives`).
 
     Raises:
         DataError: nothing matches, or a match has an unknown extension.
     """
+    options = options or FileOptions()
+    through = split_archive(pattern)
+    if through is None:
+        return [SourceFile(p, file_format(p), options) for p in _paths(data_dir, pattern)]
+    archives, members = through
+    return [SourceFile(path, file_format(path), options, archive, name)
+            for archive in _paths(data_dir, archives)
+            for name, path in archive_members(archive, members, lambda n: _known_format(n) is not None)]
+
+
+def _paths(data_dir: Path, pattern: str) -> list[Path]:
     if not glob.has_magic(pattern):
-        path = data_file(data_dir, pattern)
-        return [SourceFile(path, file_format(path), options or FileOptions())]
+        return [data_file(data_dir, pattern)]
     matches = glob.glob(str(Path(data_dir) / pattern), recursive=True)
     paths = sorted(p for p in map(Path, matches) if p.is_file())
     if not paths:
         raise DataError(f"{pattern}: no file matches it in {data_dir}")
-    return [SourceFile(p, file_format(p), options or FileOptions()) for p in paths]
+    return paths
 
 
 def table_label(pattern: str, files: list[SourceFile]) -> str:

@@ -46,8 +46,11 @@ def read_raw(file: SourceFile) -> pa.Table:
     """Every column of ``file`` as it is: Parquet types kept, CSV fields as text (empty: null).
 
     Raises:
-        DataError: ``file`` is a spreadsheet, which is read but not written.
+        DataError: ``file`` is a spreadsheet or in a zip archive, which are read but not written.
     """
+    if file.archive is not None:
+        raise DataError(f"{file.archive.name}: a slice writes each file in its own format, and zip archives "
+                        "are read, not written: unzip it (and name its files in the spec) first")
     if file.format == SHEET:
         raise DataError(f"{file.name}: a slice writes each file in its own format, and spreadsheets are "
                         "read, not written: save the sheet as CSV (and name that file in the spec) first")

@@ -67,7 +67,8 @@ def source_signature(data_dir: Path, spec: DatasetSpec) -> dict[str, dict[str, i
     """Per input file (and the spec file, if any), its size and sha256.
 
     Files are keyed by the spec's name for them (``customers.csv`` even when ``customers.csv.gz``
-    was read), and by their path under ``data_dir`` where a glob matches several.
+    was read), and by their path under ``data_dir`` where a glob matches several (a zip's member
+    by the archive's path and its name in it).
 
     Raises:
         FitError: a file of the spec is missing.
@@ -80,18 +81,11 @@ def source_signature(data_dir: Path, spec: DatasetSpec) -> dict[str, dict[str, i
         except DataError:
             raise FitError(f"--data {data_dir}: {pattern} not found") from None
         for file in files:
-            key = pattern if len(files) == 1 else _relative(file.path, data_dir)
+            key = pattern if len(files) == 1 else file.relative_to(data_dir)
             signature[key] = {"bytes": file.path.stat().st_size, "sha256": _sha256(file.path)}
     if spec.path is not None:
         signature["spec"] = {"file": spec.path.name, "sha256": _sha256(spec.path)}
     return signature
-
-
-def _relative(path: Path, data_dir: Path) -> str:
-    try:
-        return str(path.relative_to(data_dir))
-    except ValueError:
-        return str(path)
 
 
 def _sha256(path: Path) -> str:
