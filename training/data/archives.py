@@ -10,8 +10,8 @@ optionally which of its members, as a path through it::
 
 Members are extracted once per process into a private temporary directory (removed at exit) and
 read from there as any other file, so every format, option and error message is the plain file's.
-Extracted files are named after the member's base name, never its path, so a member called
-``../x.csv`` cannot land outside that directory.
+Extracted files are named after the member's base name, never its path, so a member whose name
+climbs out of the archive (``..`` parts) cannot land outside that directory.
 """
 
 from __future__ import annotations

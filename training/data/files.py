@@ -89,7 +89,8 @@ class SourceFile:
         check_columns(self.path, self.columns(), tuple(dict.fromkeys(columns)))
 
 
-def _known_format(name: str) -> str | None:
+def known_format(name: str) -> str | None:
+    """The format of a file named ``name``, or ``None`` when its extension is not a table's."""
     name = name.lower()
     return next((kind for suffix, kind in _FORMATS.items() if name.endswith(suffix)), None)
 
@@ -97,7 +98,7 @@ def _known_format(name: str) -> str | None:
 def file_format(path: Path) -> str:
     """:data:`CSV`, :data:`PARQUET` or :data:`SHEET` from the name's extension; :class:`DataError`
     otherwise."""
-    kind = _known_format(path.name)
+    kind = known_format(path.name)
     if kind is None:
         raise DataError(f"{path.name}: unknown file type (use .csv, .tsv or .txt, gzipped or not, .parquet, "
                         "a spreadsheet: .xlsx, .xls, .ods, or any of them in a .zip)")
@@ -120,7 +121,7 @@ def resolve_files(data_dir: Path, pattern: str, options: FileOptions | None = No
     archives, members = through
     return [SourceFile(path, file_format(path), options, archive, name)
             for archive in _paths(data_dir, archives)
-            for name, path in archive_members(archive, members, lambda n: _known_format(n) is not None)]
+            for name, path in archive_members(archive, members, lambda n: known_format(n) is not None)]
 
 
 def _paths(data_dir: Path, pattern: str) -> list[Path]:

@@ -44,7 +44,6 @@ class FileOptions:
     encoding: str = "utf-8"
     sheet: str | None = None
     decimal: str = "."
-    decimal: str = "."
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,173 @@
+"""Draft a dataset spec from a directory of a shop's files: ``python -m training.data.draft --data DIR``.
+
+Reads every table file in ``DIR`` (top level, the members of each zip, and each sub-folder's files
+of one extension as the parts of one table), guesses which holds the purchase lines and which
+columns are the customer, the article, the time and the value (:mod:`training.data.draft_columns`),
+joins an order header when the lines lack the customer, takes attribute files that share the
+customer or article column as partial tables, and writes ``DIR/relserve.toml`` with a comment on
+every guess. Then it loads the data through the draft and prints what it holds, so a wrong guess
+shows at once. A draft is a start, not an answer: read it (docs/dataset-spec.md) before training.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+from models.cli import OneLineErrors
+from training.data.common import DataError
+from training.data.draft_columns import FileGuess, decimal_comma, distinct_values, guess_encoding, guess_file
+from training.data.draft_tables import choose_tables, derived_features
+from training.data.files import SourceFile, known_format, resolve_files
+from training.data.load import load_tables
+from training.data.spec import FileOptions
+from training.data.spec_file import SPEC_FILE
+
+
+def table_files(data_dir: Path) -> list[tuple[str, list[SourceFile]]]:
+    """``(spec file name, its files)`` for every table file in ``data_dir``, in name order."""
+    found = []
+    for path in sorted(data_dir.iterdir()):
+        if path.name.startswith(".") or path.name == SPEC_FILE:
+            continue
+        if path.is_dir():
+            parts = [p.name for p in path.iterdir() if p.is_file() and known_format(p.name)]
+            suffixes = sorted({_suffix(name) for name in parts})
+            found += [(f"{path.name}/*{s}", resolve_files(data_dir, f"{path.name}/*{s}")) for s in suffixes]
+        elif path.suffix.lower() == ".zip":
+            found += [(f"{path.name}/{f.member}", [f]) for f in resolve_files(data_dir, path.name)]
+        elif known_format(path.name):
+            found.append((path.name, resolve_files(data_dir, path.name)))
+    return found
+
+
+def _suffix(name: str) -> str:
+    parts = name.lower().split(".")
+    return "." + ".".join(parts[-2:]) if parts[-1] == "gz" and len(parts) > 2 else "." + parts[-1]
+
+
+def guesses(data_dir: Path) -> tuple[dict[str, FileGuess], list[str]]:
+    """Each table file's :class:`FileGuess` by its spec name, read in its own encoding; and notes on
+    files that could not be read."""
+    out, notes = {}, []
+    for name, files in table_files(data_dir):
+        try:
+            encoding = guess_encoding(files[0])
+            if encoding != "utf-8":
+                files = resolve_files(data_dir, name, FileOptions(encoding=encoding))
+            out[name] = guess_file(files[0])
+        except DataError as err:
+            notes.append(f"skipped {name}: {err}")
+    return out, notes
+
+
+def draft_spec(data_dir: Path) -> str:
+    """The drafted spec's TOML text for the files in ``data_dir``.
+
+    Raises:
+        DataError: no file holds (or joins into) customers, articles and times.
+    """
+    found, notes = guesses(data_dir)
+    draft = choose_tables(found)
+    lines, value_column = draft.lines, draft.value_column
+    filters = [f"{draft.roles['customer']} != null", f"{draft.roles['article']} != null"]
+    for role in ("quantity", value_column):
+        column = draft.roles.get(role) if role else None
+        if column and _has_non_positive(draft.owner(column), column):
+            filters.append(f"{column} > 0")
+    out = [f"# Drafted by `python -m training.data.draft` on {dt.date.today()} from this folder's files.",
+           "# Every choice is a guess from the column names and first values: check each one",
+           "# (docs/dataset-spec.md), then: python -m training.fit --data THIS_FOLDER --task all --out OUT",
+           *(f"# Note: {n}" for n in [*notes, *draft.notes]), "", "[transactions]",
+           _kv("file", draft.lines_name)]
+    for key in ("customer", "article", "time"):
+        out.append(_kv(key, draft.roles[key]))
+    if draft.time_format:
+        out.append(_kv("time_format", draft.time_format))
+    if value_column:
+        out.append(_kv(value_column, draft.roles[value_column]))
+        if value_column == "price" and draft.roles.get("quantity"):
+            out.append(_kv("quantity", draft.roles["quantity"]) + "   # a line's value = price x quantity")
+    else:
+        out.append("# no price or amount column found: every line counts 1 (sales cannot train)")
+    out += _file_options(lines.file, draft.roles.get(value_column or "", None))
+    out.append("filter = [" + ", ".join(json.dumps(f) for f in filters) + "]   # lines a model cannot use")
+    if draft.header is not None:
+        out.append(f"join = [{{ file = {json.dumps(draft.header_name)}, on = {json.dumps(draft.join_on)} }}]"
+                   "   # the order header: its customer and time")
+    for section, role in (("customers", "customer"), ("articles", "article")):
+        out += ["", f"[{section}]", _kv("from", "transactions")]
+        attribute = draft.attributes.get(role)
+        if attribute is not None:
+            out += [_kv("file", attribute[0]) + "   # its features where it has the id",
+                    _kv("id", draft.roles[role])]
+            out += _file_options(found[attribute[0]].file, None)
+        else:
+            features = derived_features(lines.file, draft.roles[role], draft.roles)
+            if features:
+                out.append("features = [" + ", ".join(map(json.dumps, features)) + "]   # one value per "
+                           f"{role} in the lines: its most frequent")
+    return "\n".join(out) + "\n"
+
+
+def _kv(key: str, value: str) -> str:
+    return f"{key} = {json.dumps(value, ensure_ascii=False)}"
+
+
+def _file_options(file: SourceFile, value_column: str | None) -> list[str]:
+    options = []
+    if file.encoding != "utf-8":
+        options.append(_kv("encoding", file.encoding) + "   # not UTF-8 text")
+    if value_column and decimal_comma(distinct_values(file, value_column)[:2000]):
+        options.append(_kv("decimal", ",") + "   # numbers like 12,50")
+    return options
+
+
+def _has_non_positive(file: SourceFile, column: str) -> bool:
+    for text in distinct_values(file, column):
+        try:
+            if float(text.replace(",", ".").replace(" ", "")) <= 0:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line (see the module docstring)."""
+    parser = OneLineErrors(prog="python -m training.data.draft",
+                           description="Draft DATA/relserve.toml from a shop's files, then load the data "
+                                       "through it and say what it holds.")
+    parser.add_argument("--data", type=Path, required=True, help="the folder of the shop's files")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"where to write the draft (default: DATA/{SPEC_FILE})")
+    parser.add_argument("--force", action="store_true", help="replace an existing spec file")
+    args = parser.parse_args(argv)
+    out = args.out or args.data / SPEC_FILE
+    if not args.data.is_dir():
+        parser.exit(1, f"{parser.prog}: error: --data {args.data}: no such directory\n")
+    if out.exists() and not args.force:
+        parser.exit(1, f"{parser.prog}: error: {out} exists: pass --force to replace it, or write the "
+                       "draft elsewhere with --out\n")
+    try:
+        text = draft_spec(args.data)
+    except DataError as exc:
+        parser.exit(1, f"{parser.prog}: error: {exc}\n")
+    out.write_text(text)
+    print(text, end="")
+    print(f"\nwrote {out}; loading the data through it ...", flush=True)
+    try:
+        tables = load_tables(args.data, progress=True, spec=out)
+    except DataError as exc:
+        parser.exit(1, f"{parser.prog}: error: the draft does not load yet ({exc}): edit {out}\n")
+    days = tables.transactions.day
+    first, last = (dt.date(1970, 1, 1) + dt.timedelta(days=int(d)) for d in (days.min(), days.max()))
+    print(f"{len(days):,} lines, {len(tables.customers.ids):,} customers, {len(tables.articles.ids):,} "
+          f"articles, {first} .. {last}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
