@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from raw_export import SHIPPED, SHIPPED_FILE, export_table
 
+from training.data.common import DataError
 from training.data.draft import draft_spec, main
 from training.data.load import load_tables
 from training.data.spec_file import SPEC_FILE, parse_spec
@@ -159,6 +160,14 @@ def test_refusals_are_one_line(export: pa.Table, tmp_path: Path, capsys: pytest.
     with pytest.raises(SystemExit):
         main(["--data", str(tmp_path / "nowhere")])
     assert "no such directory" in capsys.readouterr().err
+
+
+def test_a_shop_folder_without_a_spec_is_pointed_to_the_draft(export: pa.Table, tmp_path: Path) -> None:
+    """Without a spec a folder is read as the H&M layout; a folder of other files says how to go on."""
+    pq.write_table(export, tmp_path / "export.parquet")
+    with pytest.raises(DataError, match=r"no relserve\.toml says which files and columns to read, and "
+                                        r"these are not the H&M layout .*python -m training\.data\.draft"):
+        load_tables(tmp_path, progress=False)
 
 
 def test_a_windows_export_gets_its_encoding(export: pa.Table, tmp_path: Path) -> None:

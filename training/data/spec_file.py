@@ -16,6 +16,7 @@ from typing import Any
 from models.schema import MAX_ID_BYTES
 from training.data.common import UTF8, DataError
 from training.data.conditions import ConditionError, parse_condition
+from training.data.files import known_format
 from training.data.spec import (
     AUTO,
     FEATURE_TYPES,
@@ -54,8 +55,24 @@ def find_spec(data_dir: Path, spec_file: Path | None = None) -> DatasetSpec:
     if spec_file is None:
         spec_file = Path(data_dir) / SPEC_FILE
         if not spec_file.is_file():
+            _check_hm_layout(Path(data_dir))
             return HM_SPEC
     return read_spec(spec_file)
+
+
+def _check_hm_layout(data_dir: Path) -> None:
+    """:class:`SpecError` with the way forward when ``data_dir`` holds table files but none of the
+    H&M layout's, which is what a directory without a spec is read as: a shop's own files, whose spec
+    is not written yet."""
+    names = {p.name for p in data_dir.iterdir()} if data_dir.is_dir() else set()
+    hm = {name for t in (HM_SPEC.transactions, HM_SPEC.customers, HM_SPEC.articles) if (name := t.file)}
+    if not names or any(n in names or f"{n}.gz" in names for n in hm):
+        return
+    if any(known_format(n) or n.lower().endswith(".zip") for n in names):
+        raise SpecError(f"--data {data_dir}: no {SPEC_FILE} says which files and columns to read, and "
+                        f"these are not the H&M layout ({', '.join(sorted(hm))}): draft one with "
+                        f"`python -m training.data.draft --data {data_dir}` (then check it), or write it "
+                        "(docs/dataset-spec.md)")
 
 
 def read_spec(path: Path) -> DatasetSpec:
