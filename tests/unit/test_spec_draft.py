@@ -182,3 +182,32 @@ def test_a_windows_export_gets_its_encoding(export: pa.Table, tmp_path: Path) ->
     plain = text.replace('encoding = "cp1252"', "").replace("export.csv", "utf8.csv")
     (tmp_path / "utf8.toml").write_text(plain)
     assert_same(lines(tmp_path, tmp_path / "utf8.toml"), lines(tmp_path / "cp1252"))
+
+
+def test_a_continental_back_office_export(tmp_path: Path) -> None:
+    """German headers, Latin-1, semicolons, decimal commas with grouped thousands, day-first times,
+    lines apart from their receipts: the draft loads what the hand-written spec of
+    docs/dataset-spec.md loads (less its cancellation filter: these lines have none)."""
+    lines = ["Beleg;Artikel;Bezeichnung;Menge;Einzelpreis"]
+    receipts = ["Beleg;Datum;Kunde;Land"]
+    for k in range(60):
+        customer = "" if k % 20 == 7 else 100 + k % 9
+        receipts.append(f"{5000 + k};{1 + k % 28:02d}.{10 + k % 3}.2023 18:05;{customer};"
+                        f"{'Österreich' if k % 9 < 5 else 'Schweiz'}")
+        lines += [f"{5000 + k};{4711 + (k * 3 + j) % 11};\"Käse; würzig\";{1 + j};"
+                  + ("1.234,50" if j else "2,99") for j in range(2)]
+    (tmp_path / "positionen.csv").write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
+    (tmp_path / "belege.csv").write_bytes(("\n".join(receipts) + "\n").encode("latin-1"))
+    spec = parse_spec(tomllib.loads(draft_spec(tmp_path)), "draft")
+    assert (spec.transactions.file, spec.transactions.customer, spec.transactions.article) == (
+        "positionen.csv", "Kunde", "Artikel")
+    assert (spec.transactions.time, spec.transactions.time_format) == ("Datum", "%d.%m.%Y %H:%M")
+    assert (spec.transactions.price, spec.transactions.quantity) == ("Einzelpreis", "Menge")
+    assert spec.transactions.options.decimal == "," and spec.transactions.options.encoding == "cp1252"
+    assert [(j.file, j.on) for j in spec.transactions.join] == [("belege.csv", "Beleg")]
+    assert [f.column for f in spec.customers.features] == ["Land"]
+    assert main(["--data", str(tmp_path)]) == 0
+    tables = load_tables(tmp_path, progress=False)
+    assert len(tables.transactions) == 2 * sum(k % 20 != 7 for k in range(60))
+    assert sorted(set(tables.transactions.price.tolist())) == pytest.approx([2.99, 2469.0])
+    assert tables.customers.cardinalities == (2,)

@@ -18,7 +18,14 @@ from pathlib import Path
 
 from models.cli import OneLineErrors
 from training.data.common import DataError
-from training.data.draft_columns import FileGuess, decimal_comma, distinct_values, guess_encoding, guess_file
+from training.data.draft_columns import (
+    FileGuess,
+    decimal_comma,
+    distinct_values,
+    guess_encoding,
+    guess_file,
+    has_non_positive,
+)
 from training.data.draft_tables import choose_tables, derived_features
 from training.data.files import SourceFile, known_format, resolve_files
 from training.data.load import load_tables
@@ -75,7 +82,7 @@ def draft_spec(data_dir: Path) -> str:
     filters = [f"{draft.roles['customer']} != null", f"{draft.roles['article']} != null"]
     for role in ("quantity", value_column):
         column = draft.roles.get(role) if role else None
-        if column and _has_non_positive(draft.owner(column), column):
+        if column and has_non_positive(draft.owner(column), column):
             filters.append(f"{column} > 0")
     out = [f"# Drafted by `python -m training.data.draft` on {dt.date.today()} from this folder's files.",
            "# Every choice is a guess from the column names and first values: check each one",
@@ -95,8 +102,10 @@ def draft_spec(data_dir: Path) -> str:
     out += _file_options(lines.file, draft.roles.get(value_column or "", None))
     out.append("filter = [" + ", ".join(json.dumps(f) for f in filters) + "]   # lines a model cannot use")
     if draft.header is not None:
-        out.append(f"join = [{{ file = {json.dumps(draft.header_name)}, on = {json.dumps(draft.join_on)} }}]"
-                   "   # the order header: its customer and time")
+        encoding = draft.header.file.encoding
+        extra = f", encoding = {json.dumps(encoding)}" if encoding != "utf-8" else ""
+        table = f"file = {json.dumps(draft.header_name)}, on = {json.dumps(draft.join_on)}{extra}"
+        out.append(f"join = [{{ {table} }}]   # the order header: its customer and time")
     for section, role in (("customers", "customer"), ("articles", "article")):
         out += ["", f"[{section}]", _kv("from", "transactions")]
         attribute = draft.attributes.get(role)
@@ -105,7 +114,7 @@ def draft_spec(data_dir: Path) -> str:
                     _kv("id", draft.roles[role])]
             out += _file_options(found[attribute[0]].file, None)
         else:
-            features = derived_features(lines.file, draft.roles[role], draft.roles)
+            features = derived_features(draft.owner(draft.roles[role]), draft.roles[role], draft.roles)
             if features:
                 out.append("features = [" + ", ".join(map(json.dumps, features)) + "]   # one value per "
                            f"{role} in the lines: its most frequent")
@@ -123,16 +132,6 @@ def _file_options(file: SourceFile, value_column: str | None) -> list[str]:
     if value_column and decimal_comma(distinct_values(file, value_column)[:2000]):
         options.append(_kv("decimal", ",") + "   # numbers like 12,50")
     return options
-
-
-def _has_non_positive(file: SourceFile, column: str) -> bool:
-    for text in distinct_values(file, column):
-        try:
-            if float(text.replace(",", ".").replace(" ", "")) <= 0:
-                return True
-        except ValueError:
-            continue
-    return False
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,28 +27,36 @@ from training.data.times import DAYS_SINCE, time_form
 
 _SAMPLE_ROWS = 2000
 _MOST_DISTINCT = 50_000  # distinct times tried against each format (a strided sample beyond)
-_ID_SUFFIXES = ("id", "key", "no", "nr", "number", "num", "code")
-# Per role, the words a header uses for it (compared without case, spaces or punctuation).
+_ID_SUFFIXES = ("id", "key", "no", "nr", "number", "num", "code", "nummer", "numero", "cod")
+# Per role, the words a header uses for it (compared without case, spaces or punctuation), in English
+# and the languages back offices most often export in.
 ROLE_WORDS = {
     "customer": ("customer", "client", "user", "household", "member", "buyer", "shopper", "account",
-                 "cust", "hh", "loyalty", "card"),
+                 "cust", "hh", "loyalty", "card", "visitor", "kunde", "kunden", "cliente", "klant"),
     "article": ("article", "product", "item", "sku", "stockcode", "stock", "upc", "ean", "gtin", "asin",
-                "prod", "material", "goods", "variant"),
+                "prod", "material", "goods", "variant", "artikel", "produit", "producto", "produto",
+                "articulo", "articolo"),
     "time": ("date", "time", "timestamp", "datetime", "day", "tdat", "ordered", "created", "purchased",
-             "invoicedate", "orderdate", "purchasetimestamp"),
+             "invoicedate", "orderdate", "purchasetimestamp", "datum", "fecha"),
     "amount": ("amount", "sales", "salesvalue", "revenue", "total", "linetotal", "spend", "payment",
-               "netsales", "value"),
-    "price": ("price", "unitprice", "saleprice", "salesprice", "listprice"),
-    "quantity": ("quantity", "qty", "units", "pieces", "count"),
+               "netsales", "value", "betrag", "umsatz", "montant", "importe", "valor"),
+    "price": ("price", "unitprice", "saleprice", "salesprice", "listprice", "preis", "prix", "precio",
+              "preco", "prezzo"),
+    "quantity": ("quantity", "qty", "units", "pieces", "count", "menge", "anzahl", "quantite",
+                 "cantidad", "quantidade", "quantita"),
 }
-_ENDINGS = {"time": ("date", "time", "timestamp", "datetime"), "price": ("price",),
-            "amount": ("amount", "revenue", "sales", "total"), "quantity": ("qty", "quantity")}
+_ENDINGS = {"time": ("date", "time", "timestamp", "datetime", "dt", "datum", "fecha"),
+            "price": ("price", "preis", "prix", "precio"), "amount": ("amount", "revenue", "sales", "total",
+                                                                     "betrag", "umsatz"),
+            "quantity": ("qty", "quantity", "menge")}
 _NOT_VALUE = ("freight", "ship", "tax", "disc", "coupon", "deliver", "limit", "approved")
 TIME_FORMATS = ("%d/%m/%Y %H:%M", "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M:%S", "%m/%d/%Y %H:%M:%S",
                 "%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y %H:%M:%S", "%d.%m.%Y %H:%M", "%d.%m.%Y", "%d-%m-%Y",
                 "%d-%m-%Y %H:%M:%S", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d", "%d/%m/%y", "%m/%d/%y",
                 "%d-%b-%Y", "%d %b %Y", "%b %d, %Y", "%Y-%m-%d %H:%M:%S.%f")
 DAY_ORIGIN = "2000-01-01"
+_NUMBER = re.compile(r"[-+]?\d[\d.,' ]*")
+_NON_POSITIVE = re.compile(r"-\s*\d[\d.,' ]*|[-+]?0[0.,' ]*")
 _DECIMAL_COMMA = re.compile(r"^-?\d{1,3}(\.\d{3})*,\d+$|^-?\d+,\d+$")
 
 
@@ -152,11 +160,13 @@ def _fits(guess: FileGuess, role: str, column: str) -> bool:
 
 
 def _number(text: str) -> bool:
-    try:
-        float(text.replace(",", "."))
-    except ValueError:
-        return False
-    return True
+    """Whether ``text`` is a number as exports write them (``12.5``, ``12,50``, ``1.234,50``)."""
+    return _NUMBER.fullmatch(text.strip()) is not None
+
+
+def has_non_positive(file: SourceFile, column: str) -> bool:
+    """Whether ``column`` holds a zero or a negative number anywhere (returns, free samples)."""
+    return any(_NON_POSITIVE.fullmatch(v.strip()) for v in distinct_values(file, column))
 
 
 def decimal_comma(values: list[str]) -> bool:

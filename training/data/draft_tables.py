@@ -15,6 +15,7 @@ from training.data.sources import first_values
 
 _SAMPLE_ROWS = 20_000
 _MOST_VALUES = 1000  # a per-entity column with more distinct values is a name or a text, not a category
+_FEW = 5  # ids seen more than once needed before a column counts as one value per id
 _ID_ENDINGS = ("id", "key", "no", "nr", "number", "code")
 
 
@@ -134,6 +135,6 @@ def derived_features(file: SourceFile, entity: str, roles: dict[str, str | None]
                 per_id.setdefault(i, set()).add(v)
         distinct = {v for v in values if v}
         single = sum(len(s) == 1 for s in per_id.values())
-        if len(per_id) >= 20 and single >= 0.95 * len(per_id) and 2 <= len(distinct) <= _MOST_VALUES:
+        if len(per_id) >= _FEW and single >= 0.95 * len(per_id) and 2 <= len(distinct) <= _MOST_VALUES:
             features.append(column)
     return features
