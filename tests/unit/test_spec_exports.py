@@ -3,6 +3,7 @@ comma; quoted fields that span lines."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -128,6 +129,10 @@ def test_quoted_fields_that_span_lines(tmp_path: Path, monkeypatch: pytest.Monke
     articles = load(directory).articles
     assert len(articles.ids) == 2000 and articles.cardinalities == (3,)
     assert np.bincount(articles.categorical[:, 0]).tolist() == [0, 667, 667, 666]
+    # a message names the line the row starts on, counting the breaks inside quotes before it
+    (directory / "products.csv").write_text("id,description,category\n" + products + ',"Mug\n",kitchen0\n')
+    with pytest.raises(DataError, match=r"^products\.csv: line 4002: empty id"):
+        load(directory)
 
 
 def test_a_decimal_comma_file_encodes_for_new_nodes_as_it_loads(tmp_path: Path) -> None:
@@ -146,3 +151,18 @@ def test_a_decimal_comma_file_encodes_for_new_nodes_as_it_loads(tmp_path: Path) 
     encodings = table_encodings(directory, dataset_spec(directory, None).customers, tables.customers)
     assert encodings["numeric"]["spend"]["mean"] == pytest.approx((2000.25 + 17.5) / 2)
     assert encodings["categorical"]["tier"] == ["1.5", "2"]
+
+
+@pytest.mark.parametrize("scan_bytes", [7, 1 << 24])
+def test_data_lines_count_breaks_inside_quotes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               scan_bytes: int) -> None:
+    """Quotes doubled inside a quoted field, CRLF line ends, gzip, and reads that end mid-field."""
+    monkeypatch.setattr(common, "SCAN_BYTES", scan_bytes)
+    rows = ['a,"one\r\nline ""two""\r\n",x', 'b,plain,y', 'c,"say ""hi""",z', 'd,"\n\n",w', "e,last,v"]
+    text = "id,text,code\r\n" + "\r\n".join(rows) + "\r\n"
+    plain = tmp_path / "t.csv"
+    plain.write_bytes(text.encode())
+    zipped = tmp_path / "t.csv.gz"
+    zipped.write_bytes(gzip.compress(text.encode()))
+    for path in (plain, zipped):
+        assert [common.data_line(path, r) for r in range(5)] == [2, 5, 6, 7, 10]

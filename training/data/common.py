@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import IO
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
@@ -25,9 +26,36 @@ class DataError(ValueError):
     """An input file is missing or malformed; the message names the file and what is wrong."""
 
 
+SCAN_BYTES = 1 << 24  # what data_line reads at a time
+
+
 def line_number(row: int) -> int:
-    """The 1-based file line of the 0-based data row ``row`` (the header is line 1)."""
+    """The 1-based file line of the 0-based data row ``row`` (the header is line 1), when no quoted
+    field before it spans lines (:func:`data_line` counts those)."""
     return int(row) + 2
+
+
+def data_line(path: Path, row: int, encoding: str = "utf-8") -> int:
+    """The line of CSV ``path`` on which 0-based data row ``row`` starts, counting the line breaks
+    inside quoted fields before it (a product description may span lines). Reads the file up to that
+    row, so only a message about the row calls it: a row ends at a newline outside quotes, and a
+    quote doubled inside a quoted field toggles twice, so counting quotes tells which is which."""
+    if codecs.lookup(encoding).name.startswith("utf-16"):  # two-byte newlines: not worth the count
+        return line_number(row)
+    ends_left, newlines, quoted = int(row) + 1, 0, 0  # the header's end, then one per row before it
+    with open_binary(path) as f:
+        while chunk := f.read(SCAN_BYTES):
+            data = np.frombuffer(chunk, np.uint8)
+            breaks = np.flatnonzero(data == 10)
+            if quoted or 34 in chunk:
+                parity = (np.cumsum(data == 34) + quoted) % 2
+                ends, quoted = breaks[parity[breaks] == 0], int(parity[-1])
+            else:
+                ends = breaks
+            if len(ends) >= ends_left:
+                return newlines + int(np.searchsorted(breaks, ends[ends_left - 1])) + 2
+            ends_left, newlines = ends_left - len(ends), newlines + len(breaks)
+    return line_number(row)
 
 
 def show(value: object, limit: int = 80) -> str:
@@ -166,4 +194,4 @@ def require_present(path: Path, column: pa.ChunkedArray | pa.Array, name: str, r
     """:class:`DataError` at the first empty field of a column that must always have a value."""
     row = first_null_row(column)
     if row is not None:
-        raise DataError(f"{path.name}: line {line_number(row_offset + row)}: empty {name}")
+        raise DataError(f"{path.name}: line {data_line(path, row_offset + row)}: empty {name}")

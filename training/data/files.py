@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from training.data.archives import archive_members, split_archive
-from training.data.common import DataError, check_columns, data_file, line_number, read_header
+from training.data.common import DataError, check_columns, data_file, data_line, read_header
 from training.data.sheets import SHEET_SUFFIXES, sheet_table
 from training.data.spec import FileOptions
 
@@ -71,7 +71,9 @@ class SourceFile:
         row as the spreadsheet numbers it, the header being row 1)."""
         if self.format == SHEET:
             return f"row {int(row) + 2}"
-        return f"line {line_number(row)}" if self.format == CSV else f"row {int(row) + 1}"
+        if self.format == CSV:
+            return f"line {data_line(self.path, row, self.encoding)}"
+        return f"row {int(row) + 1}"
 
     def columns(self) -> list[str]:
         """The column names (the CSV header, the Parquet schema or the sheet's first row)."""

@@ -21,9 +21,9 @@ from training.data.common import (
     DataError,
     codec,
     convert_options,
+    data_line,
     encoding_advice,
     encoding_name,
-    line_number,
     open_binary,
     parse_options,
     read_options,
@@ -124,7 +124,7 @@ def _bad_value(path: Path, column: str, words: str, value: str, encoding: str) -
                                      convert_options=convert_options({column: pa.string()})):
             hit = pc.index(batch.column(0), value).as_py()
             if hit >= 0:
-                return DataError(f"{path.name}: line {line_number(offset + hit)}: {what}")
+                return DataError(f"{path.name}: line {data_line(path, offset + hit, encoding)}: {what}")
             offset += batch.num_rows
     except pa.ArrowInvalid:
         pass
