@@ -99,7 +99,8 @@ def draft_spec(data_dir: Path) -> str:
             out.append(_kv("quantity", draft.roles["quantity"]) + "   # a line's value = price x quantity")
     else:
         out.append("# no price or amount column found: every line counts 1 (sales cannot train)")
-    out += _file_options(lines.file, draft.roles.get(value_column or "", None))
+    value = draft.roles.get(value_column or "")
+    out += _file_options(lines.file, value if value in lines.columns else None)
     out.append("filter = [" + ", ".join(json.dumps(f) for f in filters) + "]   # lines a model cannot use")
     if draft.header is not None:
         encoding = draft.header.file.encoding
