@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import datetime as dt
 import tomllib
+import zipfile
 from pathlib import Path
 
 import numpy as np
+import openpyxl
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
@@ -211,3 +213,28 @@ def test_a_continental_back_office_export(tmp_path: Path) -> None:
     assert len(tables.transactions) == 2 * sum(k % 20 != 7 for k in range(60))
     assert sorted(set(tables.transactions.price.tolist())) == pytest.approx([2.99, 2469.0])
     assert tables.customers.cardinalities == (2,)
+
+
+def test_a_downloaded_workbook_in_a_zip(export: pa.Table, tmp_path: Path) -> None:
+    """The UCI download: a zip holding one workbook of one sheet per year. The draft reads the first
+    sheet and says the workbook has others."""
+    book = openpyxl.Workbook()
+    for k, title in enumerate(("Year 2009-2010", "Year 2010-2011")):
+        sheet = book.active if k == 0 else book.create_sheet()
+        sheet.title = title
+        sheet.append(export.column_names)
+        for row in zip(*(export[c].to_pylist() for c in export.column_names), strict=True):
+            sheet.append(list(row))
+    book.save(tmp_path / "online_retail_II.xlsx")
+    with zipfile.ZipFile(tmp_path / "online_retail_II.zip", "w") as archive:
+        archive.write(tmp_path / "online_retail_II.xlsx", "online_retail_II.xlsx")
+    (tmp_path / "online_retail_II.xlsx").unlink()
+    text = draft_spec(tmp_path)
+    assert 'file = "online_retail_II.zip/online_retail_II.xlsx"' in text
+    assert ("# Note: online_retail_II.zip/online_retail_II.xlsx has 2 sheets ('Year 2009-2010', "
+            "'Year 2010-2011'): the first is read") in text
+    pq.write_table(export, tmp_path / "export.parquet")
+    (tmp_path / "shipped.toml").write_text((SHIPPED / SPEC_FILE).read_text().replace(SHIPPED_FILE,
+                                                                                     "export.parquet"))
+    (tmp_path / SPEC_FILE).write_text(text)
+    assert_same(lines(tmp_path, tmp_path / "shipped.toml"), lines(tmp_path))

@@ -27,8 +27,9 @@ from training.data.draft_columns import (
     has_non_positive,
 )
 from training.data.draft_tables import choose_tables, derived_features
-from training.data.files import SourceFile, known_format, resolve_files
+from training.data.files import SHEET, SourceFile, known_format, resolve_files
 from training.data.load import load_tables
+from training.data.sheets import sheet_names
 from training.data.spec import FileOptions
 from training.data.spec_file import SPEC_FILE
 
@@ -65,6 +66,10 @@ def guesses(data_dir: Path) -> tuple[dict[str, FileGuess], list[str]]:
             if encoding != "utf-8":
                 files = resolve_files(data_dir, name, FileOptions(encoding=encoding))
             out[name] = guess_file(files[0])
+            if files[0].format == SHEET and len(sheets := sheet_names(files[0].path)) > 1:
+                listed = ", ".join(map(repr, sheets))
+                notes.append(f"{name} has {len(sheets)} sheets ({listed}): the first is read; name another "
+                             "with sheet = \"...\" in its table")
         except DataError as err:
             notes.append(f"skipped {name}: {err}")
     return out, notes

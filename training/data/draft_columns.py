@@ -135,7 +135,9 @@ def distinct_values(file: SourceFile, column: str) -> list[str]:
                                  convert_options=convert_options({column: pa.string()}))[column]
     else:
         values = sheet_table(file.path, file.sheet)[1][column]
-    distinct = [v for v in pc.unique(to_text(values.combine_chunks())).to_pylist() if v]
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    distinct = [v for v in pc.unique(to_text(values)).to_pylist() if v]
     return distinct[::max(1, len(distinct) // _MOST_DISTINCT)]
 
 

@@ -82,3 +82,17 @@ def sheet_table(path: Path, sheet: str | None) -> tuple[list[str], dict[str, pa.
     """
     path = Path(path)
     return _read(path, path.stat().st_mtime_ns, sheet)
+
+
+def sheet_names(path: Path) -> list[str]:
+    """The names of the workbook's sheets, in order.
+
+    Raises:
+        DataError: not a readable workbook.
+    """
+    from python_calamine import CalamineWorkbook
+
+    try:
+        return list(CalamineWorkbook.from_path(str(path)).sheet_names)
+    except Exception as err:  # calamine raises its own error types per format
+        raise DataError(f"{Path(path).name}: not a readable spreadsheet ({err})") from None
