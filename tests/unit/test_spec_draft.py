@@ -238,3 +238,14 @@ def test_a_downloaded_workbook_in_a_zip(export: pa.Table, tmp_path: Path) -> Non
                                                                                      "export.parquet"))
     (tmp_path / SPEC_FILE).write_text(text)
     assert_same(lines(tmp_path, tmp_path / "shipped.toml"), lines(tmp_path))
+
+
+def test_the_time_format_is_the_chosen_columns(export: pa.Table, tmp_path: Path) -> None:
+    """A second date column in another form (a payment date written day-first) does not lend the
+    chosen time column its format."""
+    dates = export["InvoiceDate"].to_pylist()
+    paid = [f"{d[8:10]}.{d[5:7]}.{d[:4]}" for d in dates]
+    table = export.append_column("Payment Date", pa.array(paid))
+    write_csv(table, tmp_path / "export.csv")
+    text = draft_spec(tmp_path)
+    assert 'time = "InvoiceDate"' in text and "time_format" not in text

@@ -147,8 +147,9 @@ def guess_file(file: SourceFile) -> FileGuess:
     for role in ROLE_WORDS:
         ranked = sorted(((role_score(c, role), -k, c) for k, c in enumerate(guess.columns)), reverse=True)
         taken = {v for v in guess.roles.values() if v}
-        fits = [c for score, _, c in ranked if score > 0 and c not in taken and _fits(guess, role, c)]
-        guess.roles[role] = fits[0] if fits else None
+        # the first that fits, tried in order (a time's check also sets the file's time_format)
+        guess.roles[role] = next((c for score, _, c in ranked
+                                  if score > 0 and c not in taken and _fits(guess, role, c)), None)
     return guess
 
 
