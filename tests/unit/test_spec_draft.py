@@ -249,3 +249,22 @@ def test_the_time_format_is_the_chosen_columns(export: pa.Table, tmp_path: Path)
     write_csv(table, tmp_path / "export.csv")
     text = draft_spec(tmp_path)
     assert 'time = "InvoiceDate"' in text and "time_format" not in text
+
+
+def test_an_event_log_keeps_its_purchases(tiny_csv_dir: Path, tmp_path: Path) -> None:
+    """A web shop's tracking export: views, carts and purchases in one table, epoch milliseconds."""
+    tx = pa_csv.read_csv(tiny_csv_dir / "transactions_train.csv",
+                         convert_options=pa_csv.ConvertOptions(column_types={"customer_id": pa.string(),
+                                                                             "article_id": pa.string()}))
+    millis = [int(dt.datetime.fromisoformat(f"{d} 12:00:00").replace(tzinfo=dt.UTC).timestamp() * 1000)
+              for d in tx["t_dat"].to_pylist()]
+    n = len(millis)
+    events = pa.table({"event_time": millis * 3, "event_type": ["view"] * n + ["cart"] * n + ["purchase"] * n,
+                       "product_id": pa.concat_arrays([tx["article_id"].combine_chunks()] * 3),
+                       "price": pa.concat_arrays([tx["price"].combine_chunks()] * 3),
+                       "user_id": pa.concat_arrays([tx["customer_id"].combine_chunks()] * 3)})
+    write_csv(events, tmp_path / "events.csv")
+    text = draft_spec(tmp_path)
+    assert "\"event_type == 'purchase'\"" in text and 'time = "event_time"' in text
+    (tmp_path / SPEC_FILE).write_text(text)
+    assert_same(lines(tiny_csv_dir), lines(tmp_path))

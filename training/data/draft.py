@@ -26,7 +26,7 @@ from training.data.draft_columns import (
     guess_file,
     has_non_positive,
 )
-from training.data.draft_tables import choose_tables, derived_features
+from training.data.draft_tables import choose_tables, derived_features, purchase_event
 from training.data.files import SHEET, SourceFile, known_format, resolve_files
 from training.data.load import load_tables
 from training.data.sheets import sheet_names
@@ -85,6 +85,11 @@ def draft_spec(data_dir: Path) -> str:
     draft = choose_tables(found)
     lines, value_column = draft.lines, draft.value_column
     filters = [f"{draft.roles['customer']} != null", f"{draft.roles['article']} != null"]
+    event = purchase_event(lines.file, draft.roles)
+    if event is not None:
+        filters.insert(0, f"{event[0]} == '{event[1]}'")
+        draft.notes.append(f"{draft.lines_name} reads as an event log: only its {event[0]} == '{event[1]}' "
+                           "lines are kept as purchases")
     for role in ("quantity", value_column):
         column = draft.roles.get(role) if role else None
         if column and has_non_positive(draft.owner(column), column):

@@ -15,6 +15,7 @@ from training.data.sources import first_values
 
 _SAMPLE_ROWS = 20_000
 _MOST_VALUES = 1000  # a per-entity column with more distinct values is a name or a text, not a category
+_PURCHASE_EVENTS = ("purchase", "purchased", "transaction", "buy", "order", "sale", "checkout")
 _FEW = 5  # ids seen more than once needed before a column counts as one value per id
 _ID_ENDINGS = ("id", "key", "no", "nr", "number", "code")
 
@@ -138,3 +139,19 @@ def derived_features(file: SourceFile, entity: str, roles: dict[str, str | None]
         if len(per_id) >= _FEW and single >= 0.95 * len(per_id) and 2 <= len(distinct) <= _MOST_VALUES:
             features.append(column)
     return features
+
+
+def purchase_event(file: SourceFile, roles: dict[str, str | None]) -> tuple[str, str] | None:
+    """``(column, value)`` when the lines are an event log (views, carts and purchases in one
+    column, as a web shop's tracking export has them): the value that marks a purchase."""
+    used = {c for c in roles.values() if c}
+    for column in file.columns():
+        if column in used:
+            continue
+        values = {v for v in to_text(first_values(file, column, _SAMPLE_ROWS)).to_pylist() if v}
+        if not 2 <= len(values) <= 20:
+            continue
+        marks = [v for v in values if normalised(v) in _PURCHASE_EVENTS]
+        if len(marks) == 1:
+            return column, marks[0]
+    return None
