@@ -268,3 +268,33 @@ def test_an_event_log_keeps_its_purchases(tiny_csv_dir: Path, tmp_path: Path) ->
     assert "\"event_type == 'purchase'\"" in text and 'time = "event_time"' in text
     (tmp_path / SPEC_FILE).write_text(text)
     assert_same(lines(tiny_csv_dir), lines(tmp_path))
+
+
+def test_monthly_parts_are_one_table(export: pa.Table, tiny_csv_dir: Path, tmp_path: Path) -> None:
+    """An export published month by month beside tables of other columns, in a folder and in a zip:
+    the parts are read as one table through one glob; the other tables stay their own."""
+    months = sorted({d[:7] for d in export["InvoiceDate"].to_pylist()})
+    pq.write_table(export, tmp_path / "whole.parquet")
+    (tmp_path / "shipped.toml").write_text((SHIPPED / SPEC_FILE).read_text().replace(SHIPPED_FILE,
+                                                                                     "whole.parquet"))
+    for shape in ("folder", "zip"):
+        data = tmp_path / shape
+        (data / "exports").mkdir(parents=True)
+        for month in months:
+            rows = [k for k, d in enumerate(export["InvoiceDate"].to_pylist()) if d.startswith(month)]
+            write_csv(export.take(rows), data / "exports" / f"online_retail_{month}.csv")
+        write_csv(pa.table({"StockCode": ["85001A"], "Colour": ["red"]}), data / "exports" / "products.csv")
+        if shape == "zip":
+            with zipfile.ZipFile(data / "dump.zip", "w") as archive:
+                for part in sorted((data / "exports").iterdir()):
+                    archive.write(part, f"exports/{part.name}")
+                    part.unlink()
+            (data / "exports").rmdir()
+        spec = parse_spec(tomllib.loads(draft_spec(data)), "draft")
+        prefix = "dump.zip/exports/" if shape == "zip" else "exports/"
+        pattern = spec.transactions.file
+        assert len(months) > 1 and pattern.endswith("*.csv")
+        assert pattern.startswith(f"{prefix}online_retail_20")
+        assert spec.articles.file == f"{prefix}products.csv"
+        assert main(["--data", str(data)]) == 0
+        assert_same(lines(tmp_path, tmp_path / "shipped.toml"), lines(data))

@@ -1,11 +1,12 @@
 """Draft a dataset spec from a directory of a shop's files: ``python -m training.data.draft --data DIR``.
 
-Reads every table file in ``DIR`` (top level, the members of each zip, and each sub-folder's files
-of one extension as the parts of one table), guesses which holds the purchase lines and which
-columns are the customer, the article, the time and the value (:mod:`training.data.draft_columns`),
-joins an order header when the lines lack the customer, takes attribute files that share the
-customer or article column as partial tables, and writes ``DIR/relserve.toml`` with a comment on
-every guess. Then it loads the data through the draft and prints what it holds, so a wrong guess
+Reads every table in ``DIR`` (:mod:`training.data.draft_files`: top level, one folder down, the
+members of each zip; files side by side with the same columns as the parts of one table), guesses
+which holds the purchase lines and which columns are the customer, the article, the time and the
+value (:mod:`training.data.draft_columns`), joins an order header when the lines lack the customer,
+takes attribute files that share the customer or article column as partial tables, keeps an event
+log's purchases (:mod:`training.data.draft_tables`), and writes ``DIR/relserve.toml`` with a comment
+on every guess. Then it loads the data through the draft and prints what it holds, so a wrong guess
 shows at once. A draft is a start, not an answer: read it (docs/dataset-spec.md) before training.
 """
 
@@ -26,34 +27,13 @@ from training.data.draft_columns import (
     guess_file,
     has_non_positive,
 )
+from training.data.draft_files import table_files
 from training.data.draft_tables import choose_tables, derived_features, purchase_event
-from training.data.files import SHEET, SourceFile, known_format, resolve_files
+from training.data.files import SHEET, SourceFile, resolve_files
 from training.data.load import load_tables
 from training.data.sheets import sheet_names
 from training.data.spec import FileOptions
 from training.data.spec_file import SPEC_FILE
-
-
-def table_files(data_dir: Path) -> list[tuple[str, list[SourceFile]]]:
-    """``(spec file name, its files)`` for every table file in ``data_dir``, in name order."""
-    found = []
-    for path in sorted(data_dir.iterdir()):
-        if path.name.startswith(".") or path.name == SPEC_FILE:
-            continue
-        if path.is_dir():
-            parts = [p.name for p in path.iterdir() if p.is_file() and known_format(p.name)]
-            suffixes = sorted({_suffix(name) for name in parts})
-            found += [(f"{path.name}/*{s}", resolve_files(data_dir, f"{path.name}/*{s}")) for s in suffixes]
-        elif path.suffix.lower() == ".zip":
-            found += [(f"{path.name}/{f.member}", [f]) for f in resolve_files(data_dir, path.name)]
-        elif known_format(path.name):
-            found.append((path.name, resolve_files(data_dir, path.name)))
-    return found
-
-
-def _suffix(name: str) -> str:
-    parts = name.lower().split(".")
-    return "." + ".".join(parts[-2:]) if parts[-1] == "gz" and len(parts) > 2 else "." + parts[-1]
 
 
 def guesses(data_dir: Path) -> tuple[dict[str, FileGuess], list[str]]:
