@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = args.out or args.data / SPEC_FILE
     if not args.data.is_dir():
-        parser.exit(1, f"{parser.prog}: error: --data {args.data}: no such directory\n")
+        what = "not a directory" if args.data.exists() else "no such directory"
+        parser.exit(1, f"{parser.prog}: error: --data {args.data}: {what}\n")
     if out.exists() and not args.force:
         parser.exit(1, f"{parser.prog}: error: {out} exists: pass --force to replace it, or write the "
                        "draft elsewhere with --out\n")
