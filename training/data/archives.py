@@ -31,12 +31,17 @@ ARCHIVE_SUFFIX = ".zip"
 _MAX_LISTED = 8
 
 
+def is_archive(name: str) -> bool:
+    """Whether ``name`` is a zip archive's (by its extension)."""
+    return name.lower().endswith(ARCHIVE_SUFFIX)
+
+
 def split_archive(pattern: str) -> tuple[str, str] | None:
     """``(archive, members)`` when a part of ``pattern`` names a zip (``members`` is ``""`` when
     the pattern ends at the archive), else ``None``: ``"a/b.zip/c/*.csv"`` -> ``("a/b.zip", "c/*.csv")``."""
     parts = PurePosixPath(pattern.replace("\\", "/")).parts
     for k, part in enumerate(parts):
-        if part.lower().endswith(ARCHIVE_SUFFIX):
+        if is_archive(part):
             return str(PurePosixPath(*parts[:k + 1])), "/".join(parts[k + 1:])
     return None
 

@@ -13,14 +13,10 @@ import glob
 from collections import defaultdict
 from pathlib import Path, PurePosixPath
 
+from training.data.archives import is_archive
 from training.data.common import DataError
-from training.data.files import SourceFile, known_format, resolve_files
+from training.data.files import SourceFile, known_format, resolve_files, table_suffix
 from training.data.spec_file import SPEC_FILE
-
-
-def _suffix(name: str) -> str:
-    parts = name.lower().split(".")
-    return "." + ".".join(parts[-2:]) if parts[-1] == "gz" and len(parts) > 2 else "." + parts[-1]
 
 
 def _entries(data_dir: Path) -> list[tuple[str, str, SourceFile]]:
@@ -35,7 +31,7 @@ def _entries(data_dir: Path) -> list[tuple[str, str, SourceFile]]:
                 if part.is_file() and known_format(part.name) and not part.name.startswith("."):
                     entries.append((f"{path.name}/", f"{path.name}/{part.name}",
                                     resolve_files(data_dir, f"{path.name}/{part.name}")[0]))
-        elif path.suffix.lower() == ".zip":
+        elif is_archive(path.name):
             for file in resolve_files(data_dir, path.name):
                 parent = str(PurePosixPath(file.member).parent)
                 container = f"{path.name}/" + ("" if parent == "." else f"{parent}/")
@@ -57,7 +53,7 @@ def table_files(data_dir: Path) -> list[tuple[str, list[SourceFile]]]:
     groups: dict[tuple, list[tuple[str, SourceFile]]] = defaultdict(list)
     for container, name, file in _entries(data_dir):
         columns = _columns(file)
-        key = (container, _suffix(name), columns) if columns is not None else (name,)
+        key = (container, table_suffix(name), columns) if columns is not None else (name,)
         groups[key].append((name, file))
     tables = []
     for key, members in groups.items():

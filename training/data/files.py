@@ -91,10 +91,16 @@ class SourceFile:
         check_columns(self.path, self.columns(), tuple(dict.fromkeys(columns)))
 
 
+def table_suffix(name: str) -> str | None:
+    """The table extension ``name`` ends with (``.csv.gz``, ``.parquet``), or ``None``."""
+    name = name.lower()
+    return next((suffix for suffix in _FORMATS if name.endswith(suffix)), None)
+
+
 def known_format(name: str) -> str | None:
     """The format of a file named ``name``, or ``None`` when its extension is not a table's."""
-    name = name.lower()
-    return next((kind for suffix, kind in _FORMATS.items() if name.endswith(suffix)), None)
+    suffix = table_suffix(name)
+    return None if suffix is None else _FORMATS[suffix]
 
 
 def file_format(path: Path) -> str:

@@ -18,10 +18,14 @@ import itertools
 import math
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from training.data.common import DataError
+
+if TYPE_CHECKING:
+    from python_calamine import CalamineWorkbook
 
 SHEET_SUFFIXES = (".xlsx", ".xlsm", ".xlsb", ".xls", ".ods")
 _CHUNK_ROWS = 65_536
@@ -45,14 +49,18 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-@lru_cache(maxsize=2)
-def _read(path: Path, mtime_ns: int, sheet: str | None) -> tuple[list[str], dict[str, pa.Array]]:
+def _workbook(path: Path) -> CalamineWorkbook:
     from python_calamine import CalamineWorkbook  # imported on first use: most data is not a workbook
 
     try:
-        book = CalamineWorkbook.from_path(str(path))
+        return CalamineWorkbook.from_path(str(path))
     except Exception as err:  # calamine raises its own error types per format
-        raise DataError(f"{path.name}: not a readable spreadsheet ({err})") from None
+        raise DataError(f"{Path(path).name}: not a readable spreadsheet ({err})") from None
+
+
+@lru_cache(maxsize=2)
+def _read(path: Path, mtime_ns: int, sheet: str | None) -> tuple[list[str], dict[str, pa.Array]]:
+    book = _workbook(path)
     names = list(book.sheet_names)
     if sheet is not None and sheet not in names:
         raise DataError(f"{path.name}: no sheet {sheet!r} (sheets: {', '.join(map(repr, names))})")
@@ -90,9 +98,4 @@ def sheet_names(path: Path) -> list[str]:
     Raises:
         DataError: not a readable workbook.
     """
-    from python_calamine import CalamineWorkbook
-
-    try:
-        return list(CalamineWorkbook.from_path(str(path)).sheet_names)
-    except Exception as err:  # calamine raises its own error types per format
-        raise DataError(f"{Path(path).name}: not a readable spreadsheet ({err})") from None
+    return list(_workbook(path).sheet_names)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from models.schema import MAX_ID_BYTES
+from training.data.archives import is_archive
 from training.data.common import UTF8, DataError
 from training.data.conditions import ConditionError, parse_condition
 from training.data.files import known_format
@@ -68,7 +69,7 @@ def _check_hm_layout(data_dir: Path) -> None:
     hm = {name for t in (HM_SPEC.transactions, HM_SPEC.customers, HM_SPEC.articles) if (name := t.file)}
     if not names or any(n in names or f"{n}.gz" in names for n in hm):
         return
-    if any(known_format(n) or n.lower().endswith(".zip") for n in names):
+    if any(known_format(n) or is_archive(n) for n in names):
         raise SpecError(f"--data {data_dir}: no {SPEC_FILE} says which files and columns to read, and "
                         f"these are not the H&M layout ({', '.join(sorted(hm))}): draft one with "
                         f"`python -m training.data.draft --data {data_dir}` (then check it), or write it "
