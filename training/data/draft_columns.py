@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -119,14 +121,36 @@ def guess_encoding(file: SourceFile) -> str:
     return "utf-8"
 
 
+def first_text(file: SourceFile, column: str, rows: int) -> tuple[str | None, ...]:
+    """About the first ``rows`` values of ``column`` as text, empty ones ``None`` or ``""``, in
+    file order (read once while the file is unchanged: several guesses look at the same column)."""
+    return _first_text(file, _mtime(file), column, rows)
+
+
+@lru_cache(maxsize=256)
+def _first_text(file: SourceFile, mtime_ns: int, column: str, rows: int) -> tuple[str | None, ...]:
+    return tuple(to_text(first_values(file, column, rows)).to_pylist())
+
+
+def _mtime(file: SourceFile) -> int:
+    return file.path.stat().st_mtime_ns
+
+
 def sample(file: SourceFile, column: str) -> list[str]:
     """The first non-empty values of ``column`` as text."""
-    return [v for v in to_text(first_values(file, column, _SAMPLE_ROWS)).to_pylist() if v not in (None, "")]
+    return [v for v in first_text(file, column, _SAMPLE_ROWS) if v not in (None, "")]
 
 
-def distinct_values(file: SourceFile, column: str) -> list[str]:
+def distinct_values(file: SourceFile, column: str) -> tuple[str, ...]:
     """The distinct non-empty values of the whole ``column`` as text (a strided sample of
-    :data:`_MOST_DISTINCT` when there are more): the first rows of an export are often one day."""
+    :data:`_MOST_DISTINCT` when there are more): the first rows of an export are often one day.
+    Read once while the file is unchanged (the time format, the filters and the decimal mark each
+    look)."""
+    return _distinct_values(file, _mtime(file), column)
+
+
+@lru_cache(maxsize=64)
+def _distinct_values(file: SourceFile, mtime_ns: int, column: str) -> tuple[str, ...]:
     if file.format == PARQUET:
         values = pq.read_table(file.path, columns=[column])[column]
     elif file.format == CSV:
@@ -138,7 +162,7 @@ def distinct_values(file: SourceFile, column: str) -> list[str]:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     distinct = [v for v in pc.unique(to_text(values)).to_pylist() if v]
-    return distinct[::max(1, len(distinct) // _MOST_DISTINCT)]
+    return tuple(distinct[::max(1, len(distinct) // _MOST_DISTINCT)])
 
 
 def guess_file(file: SourceFile) -> FileGuess:
@@ -172,7 +196,7 @@ def has_non_positive(file: SourceFile, column: str) -> bool:
     return any(_NON_POSITIVE.fullmatch(v.strip()) for v in distinct_values(file, column))
 
 
-def decimal_comma(values: list[str]) -> bool:
+def decimal_comma(values: Sequence[str]) -> bool:
     """Whether numbers are written with a decimal comma (``12,50``, ``1.234,5``)."""
     return any(_DECIMAL_COMMA.match(v) for v in values) and not any("." in v and "," not in v for v in values)
 

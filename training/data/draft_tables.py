@@ -8,10 +8,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from training.data.common import DataError
-from training.data.convert import to_text
-from training.data.draft_columns import FileGuess, normalised
+from training.data.draft_columns import FileGuess, first_text, normalised
 from training.data.files import SourceFile
-from training.data.sources import first_values
 
 _SAMPLE_ROWS = 20_000
 _MOST_VALUES = 1000  # a per-entity column with more distinct values is a name or a text, not a category
@@ -123,13 +121,13 @@ def derived_features(file: SourceFile, entity: str, roles: dict[str, str | None]
     """Columns of the lines that hold one value per ``entity`` (a customer's country, an article's
     department) in the first rows: categories to derive that table's features from."""
     used = {c for c in roles.values() if c}
-    ids = to_text(first_values(file, entity, _SAMPLE_ROWS)).to_pylist()
+    ids = first_text(file, entity, _SAMPLE_ROWS)
     repeated = {i for i, n in Counter(ids).items() if i and n > 1}
     features = []
     for column in file.columns():
         if column in used or column == entity:
             continue
-        values = to_text(first_values(file, column, _SAMPLE_ROWS)).to_pylist()
+        values = first_text(file, column, _SAMPLE_ROWS)
         per_id: dict[str, set] = {}
         for i, v in zip(ids, values, strict=False):
             if i in repeated and v:
@@ -148,7 +146,7 @@ def purchase_event(file: SourceFile, roles: dict[str, str | None]) -> tuple[str,
     for column in file.columns():
         if column in used:
             continue
-        values = {v for v in to_text(first_values(file, column, _SAMPLE_ROWS)).to_pylist() if v}
+        values = {v for v in first_text(file, column, _SAMPLE_ROWS) if v}
         if not 2 <= len(values) <= 20:
             continue
         marks = [v for v in values if normalised(v) in _PURCHASE_EVENTS]
