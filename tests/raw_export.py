@@ -100,7 +100,38 @@ def write_export(hm_dir: Path, out: Path, name: str = "online_retail_II_2010_201
         pq.write_table(table, out / file)
     else:
         pa_csv.write_csv(table, out / file, pa_csv.WriteOptions(quoting_style="needed"))
+    (out / "relserve.toml").write_text(shipped_spec(file))
+    return out
+
+
+def shipped_spec(file: str, extra: str = "") -> str:
+    """The shipped spec's text with only its file name changed to ``file`` (and ``extra`` lines,
+    such as ``sheet = "..."``, first in its ``[transactions]``)."""
     spec = (SHIPPED / "relserve.toml").read_text()
     assert SHIPPED_FILE in spec
-    (out / "relserve.toml").write_text(spec.replace(SHIPPED_FILE, file))
-    return out
+    return spec.replace(SHIPPED_FILE, file).replace("[transactions]\n", f"[transactions]\n{extra}", 1)
+
+
+def write_zipped_workbook(path: Path, member: str, sheets: dict[str, pa.Table | None]) -> Path:
+    """A zip at ``path`` holding one workbook ``member``, a sheet per entry of ``sheets`` in order:
+    a table's rows under its header, or (``None``) one line of notes (the UCI download's shape)."""
+    import zipfile
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    for k, (title, table) in enumerate(sheets.items()):
+        sheet = book.active if k == 0 else book.create_sheet()
+        sheet.title = title
+        if table is None:
+            sheet.append(["not this sheet"])
+            continue
+        sheet.append(table.column_names)
+        for row in zip(*(table[c].to_pylist() for c in table.column_names), strict=True):
+            sheet.append(list(row))
+    workbook = path.with_name(f".{member}")
+    book.save(workbook)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.write(workbook, member)
+    workbook.unlink()
+    return path

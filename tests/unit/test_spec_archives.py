@@ -13,11 +13,10 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import openpyxl
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pytest
-from raw_export import SHIPPED, SHIPPED_FILE, export_table
+from raw_export import export_table, shipped_spec, write_zipped_workbook
 
 from training.data.common import DataError
 from training.data.files import resolve_files
@@ -33,7 +32,7 @@ def write_csv(table: pa.Table, path: Path) -> Path:
 
 
 def write_spec(directory: Path, file: str) -> None:
-    (directory / SPEC_FILE).write_text((SHIPPED / SPEC_FILE).read_text().replace(SHIPPED_FILE, file))
+    (directory / SPEC_FILE).write_text(shipped_spec(file))
 
 
 def assert_same_lines(expected: Path, loaded: Path) -> None:
@@ -130,18 +129,7 @@ def test_a_slice_refuses_an_archive(export: pa.Table, tmp_path: Path) -> None:
 
 def test_a_workbook_in_a_zip_reads_its_sheet(export: pa.Table, plain: Path, tmp_path: Path) -> None:
     """The UCI download's shape: a zip holding one workbook, the year a sheet of it."""
-    book = openpyxl.Workbook()
-    book.active.title = "Year 2009-2010"
-    book.active.append(["not this sheet"])
-    sheet = book.create_sheet("Year 2010-2011")
-    sheet.append(export.column_names)
-    for row in zip(*(export[c].to_pylist() for c in export.column_names), strict=True):
-        sheet.append(list(row))
-    book.save(tmp_path / "online_retail_II.xlsx")
-    with zipfile.ZipFile(tmp_path / "online_retail_II.zip", "w") as archive:
-        archive.write(tmp_path / "online_retail_II.xlsx", "online_retail_II.xlsx")
-    (tmp_path / "online_retail_II.xlsx").unlink()
-    spec = (SHIPPED / SPEC_FILE).read_text().replace(SHIPPED_FILE, "online_retail_II.zip")
-    sheet_named = spec.replace("[transactions]\n", '[transactions]\nsheet = "Year 2010-2011"\n')
-    (tmp_path / SPEC_FILE).write_text(sheet_named)
+    write_zipped_workbook(tmp_path / "online_retail_II.zip", "online_retail_II.xlsx",
+                          {"Year 2009-2010": None, "Year 2010-2011": export})
+    (tmp_path / SPEC_FILE).write_text(shipped_spec("online_retail_II.zip", 'sheet = "Year 2010-2011"\n'))
     assert_same_lines(plain, tmp_path)

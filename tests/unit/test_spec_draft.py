@@ -14,12 +14,11 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import openpyxl
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
-from raw_export import SHIPPED, SHIPPED_FILE, export_table
+from raw_export import export_table, shipped_spec, write_zipped_workbook
 
 from training.data.common import DataError
 from training.data.draft import draft_spec, main
@@ -51,8 +50,7 @@ def export(tiny_csv_dir: Path) -> pa.Table:
 
 def test_the_raw_export_drafts_to_the_shipped_spec(export: pa.Table, tmp_path: Path) -> None:
     pq.write_table(export, tmp_path / "export.parquet")
-    shipped = (SHIPPED / SPEC_FILE).read_text().replace(SHIPPED_FILE, "export.parquet")
-    (tmp_path / "shipped.toml").write_text(shipped)
+    (tmp_path / "shipped.toml").write_text(shipped_spec("export.parquet"))
     assert main(["--data", str(tmp_path)]) == 0
     text = (tmp_path / SPEC_FILE).read_text()
     for line in ('customer = "Customer ID"', 'article = "StockCode"', 'time = "InvoiceDate"',
@@ -73,7 +71,7 @@ def test_day_and_month_are_told_apart_over_the_whole_column(export: pa.Table, tm
     days = [int(v[8:10]) for v in export["InvoiceDate"].to_pylist()]
     export = export.take(sorted(range(len(days)), key=lambda k: days[k] > 12))  # ambiguous lines first
     write_csv(export, tmp_path / "iso.csv")
-    (tmp_path / "iso.toml").write_text((SHIPPED / SPEC_FILE).read_text().replace(SHIPPED_FILE, "iso.csv"))
+    (tmp_path / "iso.toml").write_text(shipped_spec("iso.csv"))
     times = [dt.datetime.fromisoformat(v) for v in export["InvoiceDate"].to_pylist()]
     written = [f"{t.month}/{t.day}/{t.year} {t.hour}:{t.minute:02d}" if style.startswith("%m")
                else f"{t.day:02d}/{t.month:02d}/{t.year} {t.hour}:{t.minute:02d}" for t in times]
@@ -218,24 +216,14 @@ def test_a_continental_back_office_export(tmp_path: Path) -> None:
 def test_a_downloaded_workbook_in_a_zip(export: pa.Table, tmp_path: Path) -> None:
     """The UCI download: a zip holding one workbook of one sheet per year. The draft reads the first
     sheet and says the workbook has others."""
-    book = openpyxl.Workbook()
-    for k, title in enumerate(("Year 2009-2010", "Year 2010-2011")):
-        sheet = book.active if k == 0 else book.create_sheet()
-        sheet.title = title
-        sheet.append(export.column_names)
-        for row in zip(*(export[c].to_pylist() for c in export.column_names), strict=True):
-            sheet.append(list(row))
-    book.save(tmp_path / "online_retail_II.xlsx")
-    with zipfile.ZipFile(tmp_path / "online_retail_II.zip", "w") as archive:
-        archive.write(tmp_path / "online_retail_II.xlsx", "online_retail_II.xlsx")
-    (tmp_path / "online_retail_II.xlsx").unlink()
+    write_zipped_workbook(tmp_path / "online_retail_II.zip", "online_retail_II.xlsx",
+                          {"Year 2009-2010": export, "Year 2010-2011": export})
     text = draft_spec(tmp_path)
     assert 'file = "online_retail_II.zip/online_retail_II.xlsx"' in text
     assert ("# Note: online_retail_II.zip/online_retail_II.xlsx has 2 sheets ('Year 2009-2010', "
             "'Year 2010-2011'): the first is read") in text
     pq.write_table(export, tmp_path / "export.parquet")
-    (tmp_path / "shipped.toml").write_text((SHIPPED / SPEC_FILE).read_text().replace(SHIPPED_FILE,
-                                                                                     "export.parquet"))
+    (tmp_path / "shipped.toml").write_text(shipped_spec("export.parquet"))
     (tmp_path / SPEC_FILE).write_text(text)
     assert_same(lines(tmp_path, tmp_path / "shipped.toml"), lines(tmp_path))
 
@@ -275,8 +263,7 @@ def test_monthly_parts_are_one_table(export: pa.Table, tiny_csv_dir: Path, tmp_p
     the parts are read as one table through one glob; the other tables stay their own."""
     months = sorted({d[:7] for d in export["InvoiceDate"].to_pylist()})
     pq.write_table(export, tmp_path / "whole.parquet")
-    (tmp_path / "shipped.toml").write_text((SHIPPED / SPEC_FILE).read_text().replace(SHIPPED_FILE,
-                                                                                     "whole.parquet"))
+    (tmp_path / "shipped.toml").write_text(shipped_spec("whole.parquet"))
     for shape in ("folder", "zip"):
         data = tmp_path / shape
         (data / "exports").mkdir(parents=True)

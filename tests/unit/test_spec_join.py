@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
-from raw_export import SHIPPED, export_table
+from raw_export import export_table, shipped_spec
 
 from training.data.common import DataError
 from training.data.load import load_tables
@@ -60,8 +60,7 @@ def export(tiny_csv_dir: Path) -> pa.Table:
 def write_flat(export: pa.Table, directory: Path) -> Path:
     directory.mkdir(parents=True)
     pq.write_table(export, directory / "export.parquet")
-    spec = (SHIPPED / SPEC_FILE).read_text().replace("online_retail_II_2009_2010.parquet", "export.parquet")
-    (directory / SPEC_FILE).write_text(spec)
+    (directory / SPEC_FILE).write_text(shipped_spec("export.parquet"))
     return directory
 
 

@@ -16,7 +16,7 @@ import openpyxl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from raw_export import SHIPPED, export_table
+from raw_export import export_table, shipped_spec
 
 from training.data.common import DataError
 from training.data.load import load_tables
@@ -46,11 +46,6 @@ def write_workbook(table: pa.Table, path: Path) -> None:
     for row in zip(*columns, strict=True):
         sheet.append([excel_value(c, v) for c, v in zip(table.column_names, row, strict=True)])
     book.save(path)
-
-
-def shipped_spec(file: str, extra: str = "") -> str:
-    spec = (SHIPPED / SPEC_FILE).read_text().replace("online_retail_II_2009_2010.parquet", file)
-    return spec.replace("[transactions]\n", f"[transactions]\n{extra}", 1)
 
 
 @pytest.fixture(scope="module")
