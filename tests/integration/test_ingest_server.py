@@ -224,6 +224,11 @@ def test_compaction_moves_every_worker_to_the_new_version_without_a_failed_reque
     bodies = [("churn", {"customer_id": c}) for c in customers] + \
              [("purchase", {"customer_id": c, "k": 12}) for c in customers] + \
              [("sales", {"article_id": a}) for a in ["0999000001", *node_ids(snapshot, ARTICLE, 3)]]
+    def keyed() -> bool:  # the answers compared below read keys that cover every ingested batch
+        now = status(ingesting)
+        return now["visible_sequence"] == now["log_sequence"]
+
+    wait_for(keyed, "the purchase keys covering the log", 120)
     before = [predict(ingesting, task, body).json() for task, body in bodies]
     statuses, stop = [], threading.Event()
 
@@ -242,7 +247,8 @@ def test_compaction_moves_every_worker_to_the_new_version_without_a_failed_reque
 
         def moved() -> bool:
             now = status(ingesting)
-            return now["graph"]["snapshot_version"] == done.sequence and now["graph"]["delta_rows"] == 0
+            return (now["graph"]["snapshot_version"] == done.sequence and now["graph"]["delta_rows"] == 0
+                    and now["visible_sequence"] == done.sequence)
 
         wait_for(moved, "the graph and the purchase keys on the new version", 120)
     finally:
