@@ -57,6 +57,35 @@ def test_summary_counts_the_weeks_won_and_orders_them_oldest_first() -> None:
     assert "pooled over 60 test rows, model: ECE 0.0500" in text
 
 
+def test_the_margin_of_the_means_gets_an_interval_from_the_weeks_paired_errors() -> None:
+    runs = [made_up_week(0, (0.80, 0.75), (0.020, 0.025)), made_up_week(1, (0.70, 0.72), (0.030, 0.025))]
+    errors = {0: (0.01, 0.002), 1: (0.03, 0.001)}  # per week: churn's and sales' standard errors
+    for run in runs:
+        for task, se in zip(("churn", "sales"), errors[run["weeks_back"]], strict=True):
+            doc = run["tasks"][task]
+            test = doc["test"]
+            metric = next(iter(test["model"]))
+            difference = test["model"][metric] - test["baselines"]["lightgbm"][metric]
+            doc["paired_test"] = {"lightgbm": {"difference": difference, "se": se, "rounds": 200}}
+    churn, sales = (summarize(runs, PRIMARY)["shop"][task] for task in ("churn", "sales"))
+    # churn: differences +0.05 and -0.02, mean +0.015; se of the mean sqrt(0.01^2 + 0.03^2) / 2
+    half = 1.96 * (0.01 ** 2 + 0.03 ** 2) ** 0.5 / 2 * 100 / 0.735
+    paired = churn.paired["lightgbm"]
+    assert paired["margin_pct"] == pytest.approx(100 * 0.015 / 0.735)
+    assert paired["margin_pct"] == pytest.approx(churn.margin_of_means["lightgbm"])
+    assert paired["high_pct"] - paired["margin_pct"] == pytest.approx(half)
+    # week 0 won by 5 standard errors, week 1 lost by less than 2: one clear win, no clear loss
+    assert (paired["clear_wins"], paired["clear_losses"]) == (1, 0)
+    # sales: lower MAE is better, so a model MAE below LightGBM's is a positive margin
+    assert sales.paired["lightgbm"]["margin_pct"] == pytest.approx(sales.margin_of_means["lightgbm"])
+    assert (sales.paired["lightgbm"]["clear_wins"], sales.paired["lightgbm"]["clear_losses"]) == (1, 1)
+    text = report(runs, PRIMARY)
+    assert f"{paired['low_pct']:+.2f}..{paired['high_pct']:+.2f}%" in text and "1/0 of 2" in text
+    # records written before the paired errors: no interval, the rest unchanged
+    assert summarize(RUNS, PRIMARY)["shop"]["churn"].paired == {}
+    assert "95 % interval" not in report(RUNS, PRIMARY)
+
+
 def test_pooled_ece_adds_the_bins_before_comparing() -> None:
     # two weeks miscalibrated in opposite directions in the same bin cancel when pooled
     low = [{"low": 0.5, "rows": 10, "predicted": 0.5, "observed": 0.4}]

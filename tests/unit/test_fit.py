@@ -74,7 +74,8 @@ def test_writes_a_bundle_per_task_beside_the_snapshot(trained_artifacts: Path) -
 def test_metrics_json_has_the_agreed_form(trained_artifacts: Path, task: str) -> None:
     doc = json.loads((trained_artifacts / task / METRICS_FILE).read_text())
     spec = TASKS[task]
-    extra = {"churn": ["calibration", "reliability_test"], "sales": ["target_std"]}.get(task, [])
+    extra = {"churn": ["paired_test", "calibration", "reliability_test"],
+             "sales": ["target_std", "paired_test"]}.get(task, ["paired_test"])
     assert list(doc) == ["task", "primary", "higher_is_better", "beats_baselines", "val", "test", *extra]
     assert (doc["task"], doc["primary"], doc["higher_is_better"]) == (
         task, spec.primary_metric, spec.higher_is_better)
@@ -87,6 +88,13 @@ def test_metrics_json_has_the_agreed_form(trained_artifacts: Path, task: str) ->
         for metrics in (doc[split]["model"], *doc[split]["baselines"].values()):
             assert set(metrics) == set(spec.metrics) | ({"nmae"} if task == "sales" else set())
             assert all(isinstance(v, float) and math.isfinite(v) for v in metrics.values())
+    # the test week's difference from each baseline, with its paired bootstrap error
+    assert set(doc["paired_test"]) == set(BASELINES[task])
+    for name, paired in doc["paired_test"].items():
+        primary = spec.primary_metric
+        assert paired["difference"] == pytest.approx(doc["test"]["model"][primary]
+                                                     - doc["test"]["baselines"][name][primary])
+        assert paired["rounds"] > 1 and math.isfinite(paired["se"]) and paired["se"] >= 0
 
 
 @pytest.mark.parametrize("task", list(TASKS))

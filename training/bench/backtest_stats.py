@@ -11,21 +11,29 @@ better), the per-week margins and the margin of the means; for a task with a rel
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from training.bench.seed_stats import COMPANIONS, LIGHTGBM, MODEL, Spread, margin, spread
+from training.tasks.paired import pooled_difference
+
+Z95 = 1.96
+"""Standard errors either side of a difference for a 95 % interval (normal approximation)."""
 
 
 @dataclass(frozen=True)
 class Week:
-    """One test week of one task: ``weeks_back``, its first day, and the test split of ``metrics.json``."""
+    """One test week of one task: ``weeks_back``, its first day, the test split of ``metrics.json``,
+    its reliability tables and its paired differences (:func:`training.tasks.paired.paired_differences`;
+    ``None`` in records written before them)."""
 
     weeks_back: int
     start: str
     test: dict[str, Any]
     reliability: dict[str, list[dict[str, Any]]] | None
+    paired: dict[str, dict[str, float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,10 @@ class TaskBacktest:
         margins: per baseline, the model's margin in % over the weeks (each week against that week's).
         margin_of_means: per baseline, the margin of the model's mean over the baseline's mean.
         pooled: per system with reliability tables, ``{"ece", "brier", "rows"}`` of all weeks pooled.
+        paired: per baseline whose every week has a paired difference: the margin of the means in %
+            with its 95 % interval from the weeks' bootstrap errors (``{"margin_pct", "low_pct",
+            "high_pct"}``) and the weeks won and lost by more than that interval (``"clear_wins"``,
+            ``"clear_losses"``).
     """
 
     task: str
@@ -51,13 +63,15 @@ class TaskBacktest:
     margins: dict[str, Spread]
     margin_of_means: dict[str, float]
     pooled: dict[str, dict[str, float]]
+    paired: dict[str, dict[str, float]]
 
     def as_json(self) -> dict[str, Any]:
         return {"metric": self.metric, "higher_is_better": self.higher_is_better,
                 "weeks": [{"weeks_back": w.weeks_back, "start": w.start} for w in self.weeks],
                 "systems": {k: v.as_json() for k, v in self.systems.items()}, "wins": self.wins,
                 "margins_pct": {k: v.as_json() for k, v in self.margins.items()},
-                "margin_of_means_pct": self.margin_of_means, "pooled_calibration": self.pooled}
+                "margin_of_means_pct": self.margin_of_means, "pooled_calibration": self.pooled,
+                "paired": self.paired}
 
 
 def task_weeks(runs: Sequence[dict[str, Any]], task: str) -> list[Week]:
@@ -68,7 +82,7 @@ def task_weeks(runs: Sequence[dict[str, Any]], task: str) -> list[Week]:
         if doc is not None:
             start = doc.get("training", {}).get("test_week_start", "")
             back = run["weeks_back"]
-            weeks[back] = Week(back, start, doc["test"], doc.get("reliability_test"))
+            weeks[back] = Week(back, start, doc["test"], doc.get("reliability_test"), doc.get("paired_test"))
     return [weeks[w] for w in sorted(weeks, reverse=True)]
 
 
@@ -108,7 +122,21 @@ def summarize_task(task: str, metric: str, higher: bool, weeks: Sequence[Week]) 
                 briers = [_metrics(w, name)["brier"] * n for w, n in zip(weeks, sizes, strict=True)]
                 result["brier"] = sum(briers) / sum(sizes)
                 pooled[name] = result
-    return TaskBacktest(task, metric, higher, tuple(weeks), systems, wins, margins, of_means, pooled)
+    paired = {name: paired_margin([w.paired[name] for w in weeks], systems[name].mean, higher)
+              for name in baselines if all(w.paired and name in w.paired for w in weeks)}
+    return TaskBacktest(task, metric, higher, tuple(weeks), systems, wins, margins, of_means, pooled, paired)
+
+
+def paired_margin(weeks: Sequence[dict[str, float]], baseline_mean: float, higher: bool) -> dict[str, float]:
+    """The margin of the means in % over a baseline whose mean is ``baseline_mean``, with its 95 %
+    interval from the weeks' paired bootstrap errors, and the weeks won and lost beyond theirs."""
+    sign = 1.0 if higher else -1.0
+    pooled = pooled_difference(list(weeks))
+    scale = 100.0 / abs(baseline_mean) if baseline_mean else math.nan
+    centre, half = sign * pooled["difference"] * scale, Z95 * pooled["se"] * scale
+    return {"margin_pct": centre, "low_pct": centre - half, "high_pct": centre + half,
+            "clear_wins": sum(sign * w["difference"] > Z95 * w["se"] for w in weeks),
+            "clear_losses": sum(sign * w["difference"] < -Z95 * w["se"] for w in weeks)}
 
 
 def _metrics(week: Week, name: str) -> dict[str, float]:
@@ -153,10 +181,23 @@ def task_table(s: TaskBacktest) -> str:
                  + "".join(f"{s.margins[b].text(2, signed=True):>20}" for b in names[1:]))
     lines.append(f"{'margin of means':<17}{'':>20}"
                  + "".join(f"{s.margin_of_means[b]:>+19.2f}%" for b in names[1:]))
+    if s.paired:
+        lines.append(f"{'95 % interval':<17}{'':>20}" + "".join(
+            f"{_interval(s.paired[b]) if b in s.paired else 'n/a':>20}" for b in names[1:]))
+        lines.append(f"{'clearly won/lost':<17}{'':>20}" + "".join(
+            f"{_clear(s.paired[b], n) if b in s.paired else 'n/a':>20}" for b in names[1:]))
     for name, values in s.pooled.items():
         lines.append(f"pooled over {int(values['rows']):,} test rows, {name}: ECE {values['ece']:.4f}, "
                      f"Brier {values['brier']:.4f}")
     return "\n".join(lines)
+
+
+def _interval(paired: dict[str, float]) -> str:
+    return f"{paired['low_pct']:+.2f}..{paired['high_pct']:+.2f}%"
+
+
+def _clear(paired: dict[str, float], weeks: int) -> str:
+    return f"{paired['clear_wins']}/{paired['clear_losses']} of {weeks}"
 
 
 def report(runs: Sequence[dict[str, Any]], tasks: dict[str, tuple[str, bool]]) -> str:

@@ -68,6 +68,7 @@ from training.tasks.day_windows import sort_by_day
 from training.tasks.definitions import TASKS
 from training.tasks.gbdt_features import EntityColumns
 from training.tasks.metrics import compute_metrics, target_std
+from training.tasks.paired import paired_differences
 from training.tasks.table import TaskTable
 
 PROG = "python -m training.fit"
@@ -178,6 +179,11 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     test = score(inference, tables["test"], "test", config, test_predictions)
     document = metrics_document(task, split_result(best_val, baselines["val"]),
                                 split_result(test, baselines["test"]), scale)
+    document["paired_test"] = paired_differences(task, test_predictions, predicted["test"], tables["test"],
+                                                 seed=config.seed)
+    for name, paired in document["paired_test"].items():
+        log(config, f"{task}: test {spec.primary_metric}, model - {name} {paired['difference']:+.4f} "
+                    f"(paired bootstrap standard error {paired['se']:.4f} over {len(tables['test']):,} rows)")
     if calibration is not None:
         document["calibration"] = calibration
         document["reliability_test"] = reliability_tables(tables["test"], test_predictions, predicted["test"])
