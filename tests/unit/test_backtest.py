@@ -136,5 +136,7 @@ def test_two_weeks_of_churn_on_tiny_data_end_to_end(tmp_path: Path, tiny_csv_dir
     assert [w["weeks_back"] for w in summary["weeks"]] == [1, 0]
     assert set(summary["wins"]) == {"lightgbm", "recency_frequency"}
     assert "model" in summary["pooled_calibration"]
+    assert set(summary["paired"]) == {"lightgbm", "recency_frequency"}  # every week has its errors
+    assert "95 % interval" in done.stdout
     assert report(runs, {"churn": ("auroc", True)}) in done.stdout
     assert not (out / "runs").exists()  # the shared snapshot is removed at the end

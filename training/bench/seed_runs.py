@@ -143,6 +143,10 @@ def clear(out: Path, keep_snapshot: bool = False) -> None:
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink()
 
 
+RECORD_KEYS = ("reliability_test", "target_std", "paired_test")
+"""What a run's record keeps of ``metrics.json`` beside the test metrics, when the task has it."""
+
+
 def read_tasks(out: Path) -> dict[str, dict[str, Any]]:
     """Per task with a ``metrics.json`` under ``out``: its primary metric, the test metrics of the
     model and every baseline, and a few facts of the training (epochs run, best epoch, steps)."""
@@ -157,7 +161,7 @@ def read_tasks(out: Path) -> dict[str, dict[str, Any]]:
         kept = {key: training[key] for key in TRAINING_KEYS if key in training}
         tasks[task] = {"primary": doc["primary"], "higher_is_better": doc["higher_is_better"],
                        "test": doc["test"], "training": kept,
-                       **{key: doc[key] for key in ("reliability_test", "target_std") if key in doc}}
+                       **{key: doc[key] for key in RECORD_KEYS if key in doc}}
     return tasks
 
 
