@@ -74,6 +74,20 @@ def test_table_prints_the_summary_numbers() -> None:
     assert lines[-1] == "per run of --task all: wall 11.0 ± 1.0 s, CPU 20.0 ± 0.0 s, peak memory 500 ± 0 MiB"
 
 
+def test_the_test_week_s_row_error_is_the_seeds_mean_paired_error_over_the_baseline() -> None:
+    runs = [made_up_run(seed, (0.80, 0.75, 0.70), (0.020, 0.025, 0.030)) for seed in (0, 1)]
+    for run, se in zip(runs, (0.010, 0.020), strict=True):
+        run["tasks"]["churn"]["paired_test"] = {"lightgbm": {"difference": 0.05, "se": se, "rounds": 200}}
+    churn = summarize(runs)["shop"]["churn"]
+    # only LightGBM has errors; 1.96 x the mean error 0.015 over LightGBM's 0.75, in %
+    assert churn.row_error == {"lightgbm": pytest.approx(1.96 * 0.015 * 100 / 0.75)}
+    assert churn.as_json()["row_error_pct"] == churn.row_error
+    line = next(line for line in dataset_table("shop", runs, summarize(runs)["shop"]).splitlines()
+                if line.strip().startswith("lightgbm") and "0.7500" in line)
+    assert line.split()[-1] == "±3.92"
+    assert summarize(RUNS)["shop"]["churn"].row_error == {}  # records written before the errors
+
+
 def error_line(argv: list[str], capsys: pytest.CaptureFixture) -> str:
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
@@ -125,6 +139,7 @@ def test_two_seeds_on_tiny_data_end_to_end(tmp_path: Path, tiny_csv_dir: Path) -
     assert f"{mean:.4f} ± {std:.4f}" in next(line for line in lines if line.startswith("churn"))
     summary = doc["summary"][str(tiny_csv_dir)]["tasks"]["churn"]
     assert summary["systems"]["model"]["mean"] == pytest.approx(mean)
+    assert set(summary["row_error_pct"]) == {"lightgbm", "recency_frequency"}
     assert not (out / "runs").exists()  # artifacts are not kept by default
 
     # the same seed and thread count train the same model: a plain training.fit repeats the bench's run

@@ -16,11 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from training.bench.seed_stats import COMPANIONS, LIGHTGBM, MODEL, Spread, margin, spread
+from training.bench.seed_stats import COMPANIONS, LIGHTGBM, MODEL, Z95, Spread, margin, spread
 from training.tasks.paired import pooled_difference
-
-Z95 = 1.96
-"""Standard errors either side of a difference for a 95 % interval (normal approximation)."""
 
 
 @dataclass(frozen=True)

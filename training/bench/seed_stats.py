@@ -22,6 +22,8 @@ from models.registry import TASKS
 
 MODEL = "model"
 LIGHTGBM = "lightgbm"  # the learned baseline; every other baseline of a task is a rule
+Z95 = 1.96
+"""Standard errors either side of a difference for a 95 % interval (normal approximation)."""
 COMPANIONS = {"mae": "nmae"}
 """A primary metric's companion, reported beside it when every run has it (NMAE = MAE / the
 training targets' standard deviation, RelBench's scale-free form)."""
@@ -77,6 +79,10 @@ class TaskSummary:
         best_rule: the rule baseline (not LightGBM) with the best mean, or None if there is none.
         companion: per system, the primary metric's companion of :data:`COMPANIONS` over seeds
             (empty when the metric has none or a run lacks it).
+        row_error: per baseline whose every run has a paired error (``paired_test``), the half-width
+            in % of a 95 % interval of the margin from the test week's rows alone: 1.96 times the
+            seeds' mean bootstrap error over the baseline's mean. The seeds share the week's rows,
+            so this part of the error does not shrink with more seeds.
     """
 
     task: str
@@ -87,6 +93,7 @@ class TaskSummary:
     margins: dict[str, Spread]
     best_rule: str | None
     companion: dict[str, Spread] = field(default_factory=dict)
+    row_error: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         out = {"metric": self.metric, "higher_is_better": self.higher_is_better, "seeds": list(self.seeds),
@@ -94,6 +101,8 @@ class TaskSummary:
                "margins_pct": {k: v.as_json() for k, v in self.margins.items()}, "best_rule": self.best_rule}
         if self.companion:
             out[COMPANIONS[self.metric]] = {k: v.as_json() for k, v in self.companion.items()}
+        if self.row_error:
+            out["row_error_pct"] = self.row_error
         return out
 
 
@@ -117,8 +126,11 @@ def summarize_task(task: str, runs: Sequence[dict[str, Any]]) -> TaskSummary | N
         margins[name] = spread([margin(m, b, higher) for m, b in zip(model, values, strict=True)])
     rules = [name for name in baselines if name != LIGHTGBM]
     best = (max if higher else min)(rules, key=lambda name: systems[name].mean) if rules else None
+    paired = [run["tasks"][task].get("paired_test") or {} for run in done]
+    row_error = {name: Z95 * statistics.fmean(p[name]["se"] for p in paired) * 100 / abs(systems[name].mean)
+                 for name in baselines if systems[name].mean and all(name in p for p in paired)}
     return TaskSummary(task, metric, higher, tuple(run["seed"] for run in done), systems, margins, best,
-                       companion_spreads(metric, tests, baselines))
+                       companion_spreads(metric, tests, baselines), row_error)
 
 
 def companion_spreads(metric: str, tests: Sequence[dict[str, Any]], baselines: Sequence[str]
@@ -160,7 +172,8 @@ def dataset_table(dataset: str, runs: Sequence[dict[str, Any]], summary: dict[st
     ok = [run["seed"] for run in runs if run.get("ok")]
     lines = [f"{dataset}: test week, mean ± std over seeds {', '.join(map(str, ok)) or '(none)'} "
              f"({len(ok)} of {len(runs)} runs ok); margin = model over baseline in %, + = model better"]
-    header = f"{'task':<10}{'metric':<18}{'system':<30}{'mean ± std':>20}{'margin % ± std':>20}"
+    header = (f"{'task':<10}{'metric':<18}{'system':<30}{'mean ± std':>20}{'margin % ± std':>20}"
+              f"{'rows 95 %':>12}")
     lines += [header, "-" * len(header)]
     for s in summary.values():
         first = True
@@ -169,8 +182,9 @@ def dataset_table(dataset: str, runs: Sequence[dict[str, Any]], summary: dict[st
             direction = "(higher)" if s.higher_is_better else "(lower)"
             lead = f"{s.task:<10}{s.metric + ' ' + direction:<18}" if first else " " * 28
             cell = s.margins[name].text(2, signed=True) if name in s.margins else ""
+            rows = f"±{s.row_error[name]:.2f}" if name in s.row_error else ""
             extra = f"   {COMPANIONS[s.metric]} {s.companion[name].text()}" if name in s.companion else ""
-            lines.append(f"{lead}{label:<30}{value.text():>20}{cell:>20}{extra}".rstrip())
+            lines.append(f"{lead}{label:<30}{value.text():>20}{cell:>20}{rows:>12}{extra}".rstrip())
             first = False
     cost = costs(runs)
     if cost:
