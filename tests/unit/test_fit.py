@@ -31,6 +31,7 @@ from training.fit.batches import TrainBatches
 from training.fit.config import FitConfig, TaskRecipe
 from training.fit.data import task_splits
 from training.fit.evaluate import evaluate_model
+from training.fit.report import results_table
 from training.fit.run import main
 from training.synth.cli import SynthConfig, generate
 from training.tasks.baselines import BASELINES
@@ -201,6 +202,21 @@ def test_the_warning_names_the_best_baseline_on_validation() -> None:
     assert baseline_warning(doc) == ("the sales model does not beat the best baseline on validation: "
                                      "mae 0.0500 vs last_week 0.0400")
     assert baseline_warning({**doc, "beats_baselines": True}) is None
+
+
+def test_the_results_table_says_how_far_ahead_the_model_is_on_the_test_week_and_how_sure() -> None:
+    split = {"model": {"mae": 0.05}, "baselines": {"last_week": {"mae": 0.06}, "zero": {"mae": 0.04}}}
+    doc = {"task": "sales", "primary": "mae", "higher_is_better": False, "val": split, "test": split,
+           "paired_test": {"last_week": {"difference": -0.01, "se": 0.002, "rounds": 200},
+                           "zero": {"difference": 0.01, "se": 0.003, "rounds": 200}}}
+    test = results_table([doc], "test").splitlines()
+    assert test[0].endswith("model ahead ± se") and test[2].split() == ["model", "0.0500"]
+    # lower MAE is better: a model MAE 0.01 below last_week's is 0.01 ahead, above zero's 0.01 behind
+    assert test[3].split() == ["last_week", "0.0600", "+0.0100", "±", "0.0020"]
+    assert test[4].split() == ["zero", "0.0400", "-0.0100", "±", "0.0030", "<"]
+    assert "ahead" not in results_table([doc], "val")  # validation has no paired errors
+    del doc["paired_test"]
+    assert "ahead" not in results_table([doc], "test")  # documents written before them
 
 
 def test_beating_the_baselines_means_strictly_better_than_each_in_the_metric_s_direction() -> None:

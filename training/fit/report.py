@@ -54,6 +54,8 @@ def results_table(documents: list[dict[str, Any]], split: str = "test") -> str:
     """A plain-text table: per task, the model and each baseline on every metric of ``split``.
 
     The primary metric comes first and is marked ``*``; the best row per primary metric is marked ``<``.
+    On the test split a baseline's row ends with how far the model is ahead of it on the primary
+    metric (``+`` = model better) and the paired bootstrap standard error of that difference.
     """
     lines = []
     for doc in documents:
@@ -62,12 +64,17 @@ def results_table(documents: list[dict[str, Any]], split: str = "test") -> str:
         rows = [(MODEL, doc[split][MODEL]), *doc[split]["baselines"].items()]
         values = [row[1][primary] for row in rows]
         best = max(values) if doc["higher_is_better"] else min(values)
+        paired = doc.get("paired_test", {}) if split == "test" else {}
         header = f"{doc['task'] + ' (' + split + ')':<22}" + "".join(
-            f"{(n + '*' if n == primary else n):>15}" for n in names)
+            f"{(n + '*' if n == primary else n):>15}" for n in names) + (
+            f"{'model ahead ± se':>22}" if paired else "")
         lines += [header, "-" * len(header)]
+        sign = 1.0 if doc["higher_is_better"] else -1.0
         for (name, metrics), value in zip(rows, values, strict=True):
+            ahead = (f"{sign * paired[name]['difference']:>+13.4f} ± {paired[name]['se']:.4f}"
+                     if name in paired else "")
             mark = "  <" if value == best else ""
-            lines.append(f"{name:<22}" + "".join(f"{metrics[n]:>15.4f}" for n in names) + mark)
+            lines.append(f"{name:<22}" + "".join(f"{metrics[n]:>15.4f}" for n in names) + ahead + mark)
         lines.append("")
     return "\n".join(lines)
 
