@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from training.tasks import paired
 from training.tasks.definitions import TASKS
 from training.tasks.metrics import compute_metrics
 from training.tasks.paired import paired_differences, pooled_difference
@@ -63,6 +64,20 @@ def test_ranked_lists_and_a_week_of_one_class() -> None:
     scores = probability(np.arange(6.0))
     paired = paired_differences("churn", scores, {"flat": np.full(6, 0.5)}, table, rounds=50)["flat"]
     assert 0 < paired["rounds"] < 50 and paired["difference"] == pytest.approx(-0.5)
+
+
+def test_a_mean_over_rows_resamples_the_rows_differences_as_rescoring_would(monkeypatch) -> None:
+    rng = np.random.default_rng(4)
+    counts = rng.integers(1, 6, 300)
+    ptr = np.r_[0, np.cumsum(counts)]
+    table = TaskTable(np.arange(300), np.full(300, 100), 99, target_ptr=ptr,
+                      target_items=rng.integers(0, 40, ptr[-1]))
+    model, baseline = rng.integers(0, 40, (300, 12)), rng.integers(0, 40, (300, 12))
+    fast = paired_differences("purchase", model, {"b": baseline}, table, rounds=50)["b"]
+    monkeypatch.setattr(paired, "row_values", lambda *args: None)  # score every resample instead
+    slow = paired_differences("purchase", model, {"b": baseline}, table, rounds=50)["b"]
+    assert fast["difference"] == pytest.approx(slow["difference"]) and fast["se"] == pytest.approx(slow["se"])
+    assert fast["se"] > 0
 
 
 def test_weeks_pool_as_independent_errors() -> None:

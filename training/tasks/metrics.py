@@ -163,6 +163,15 @@ def link_metrics(
         target_ptr: ``(n + 1,)`` CSR row pointer of the true articles.
         target_items: ``(L,)`` true articles.
     """
+    rows = link_rows(pred, target_ptr, target_items, k)
+    return {name: float(values.mean()) for name, values in rows.items()}
+
+
+def link_rows(
+    pred: np.ndarray, target_ptr: np.ndarray, target_items: np.ndarray, k: int = 12
+) -> dict[str, np.ndarray]:
+    """Each row's ``map@k`` (its average precision), ``precision@k`` and ``recall@k``, ``(n,)``
+    float64 each: what :func:`link_metrics` averages (same arguments)."""
     pred = np.asarray(pred, dtype=np.int64)
     if pred.ndim != 2 or pred.shape[1] < k:
         raise ValueError(f"link predictions must be (n, >= {k}), got {pred.shape}")
@@ -173,11 +182,7 @@ def link_metrics(
     num_actual = np.diff(target_ptr)
     precision_at = np.cumsum(rel, axis=1) / np.arange(1, k + 1)
     ap = (precision_at * rel).sum(axis=1) / np.maximum(np.minimum(num_actual, k), 1)
-    return {
-        f"map@{k}": float(ap.mean()),
-        f"precision@{k}": float((hits / k).mean()),
-        f"recall@{k}": float((hits / np.maximum(num_actual, 1)).mean()),
-    }
+    return {f"map@{k}": ap, f"precision@{k}": hits / k, f"recall@{k}": hits / np.maximum(num_actual, 1)}
 
 
 @dataclass(frozen=True)

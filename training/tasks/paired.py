@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from training.tasks.definitions import TASKS
-from training.tasks.metrics import Scored
+from training.tasks.metrics import Scored, link_rows
 from training.tasks.table import TaskTable
 
 BOOTSTRAP_ROUNDS = 200
@@ -46,20 +46,44 @@ def paired_differences(task: str, model: np.ndarray, baselines: dict[str, np.nda
     def score(predictions: np.ndarray, rows: TaskTable) -> float:
         return metric(Scored(predictions, rows, spec.k))
 
-    resamples = np.random.default_rng(seed).integers(0, len(table), size=(rounds, len(table)))
-    tables = [table.subset(rows) for rows in resamples]
-    out = {}
-    for name, predictions in baselines.items():
-        differences = []
-        for rows, resampled in zip(resamples, tables, strict=True):
-            try:
-                differences.append(score(model[rows], resampled) - score(predictions[rows], resampled))
-            except ValueError:  # e.g. AUROC of a resample holding one class only
-                continue
-        se = float(np.std(differences, ddof=1)) if len(differences) > 1 else math.nan
-        out[name] = {"difference": score(model, table) - score(predictions, table), "se": se,
-                     "rounds": len(differences)}
-    return out
+    rng = np.random.default_rng(seed)
+    model_rows = row_values(task, model, table)
+    if model_rows is not None:  # a mean over rows: resample the rows' differences, no re-scoring
+        resamples = [rng.integers(0, len(table), size=len(table)) for _ in range(rounds)]
+        out = {}
+        for name, predictions in baselines.items():
+            rows = model_rows - row_values(task, predictions, table)
+            means = np.array([rows[resample].mean() for resample in resamples])
+            out[name] = {"difference": float(rows.mean()),
+                         "se": float(np.std(means, ddof=1)) if rounds > 1 else math.nan, "rounds": rounds}
+        return out
+    differences: dict[str, list[float]] = {name: [] for name in baselines}
+    for _ in range(rounds):  # one resample at a time: memory stays one table's
+        rows = rng.integers(0, len(table), size=len(table))
+        resampled = table.subset(rows)
+        try:  # a resample one system cannot be scored on (AUROC of one class) is left out for all
+            model_score = score(model[rows], resampled)
+            scores = {name: score(predictions[rows], resampled) for name, predictions in baselines.items()}
+        except ValueError:
+            continue
+        for name, value in scores.items():
+            differences[name].append(model_score - value)
+    model_score = score(model, table)
+    return {name: {"difference": model_score - score(predictions, table),
+                   "se": float(np.std(differences[name], ddof=1)) if len(differences[name]) > 1 else math.nan,
+                   "rounds": len(differences[name])}
+            for name, predictions in baselines.items()}
+
+
+def row_values(task: str, predictions: np.ndarray, table: TaskTable) -> np.ndarray | None:
+    """``(n,)`` each row's share of ``task``'s primary metric when that metric is a mean over rows
+    (MAE, MAP@k), else ``None`` (AUROC)."""
+    spec = TASKS[task]
+    if spec.primary_metric == "mae":
+        return np.abs(np.asarray(table.label, dtype=np.float64) - np.asarray(predictions, dtype=np.float64))
+    if spec.primary_metric == f"map@{spec.k}":
+        return link_rows(predictions, table.target_ptr, table.target_items, spec.k)[spec.primary_metric]
+    return None
 
 
 def pooled_difference(weeks: list[dict[str, float]]) -> dict[str, float]:
