@@ -94,10 +94,15 @@ def average_precision(label: np.ndarray, score: np.ndarray) -> float:
     return float(np.sum(np.diff(recall, prepend=0.0) * precision))
 
 
+def absolute_errors(target: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """``(n,)`` float64 each row's absolute error: what :func:`mae` averages."""
+    target, pred = _check_pair(target, pred)
+    return np.abs(target - pred)
+
+
 def mae(target: np.ndarray, pred: np.ndarray) -> float:
     """Mean absolute error of ``(n,)`` predictions."""
-    target, pred = _check_pair(target, pred)
-    return float(np.mean(np.abs(target - pred)))
+    return float(np.mean(absolute_errors(target, pred)))
 
 
 def rmse(target: np.ndarray, pred: np.ndarray) -> float:

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from training.tasks.definitions import TASKS
-from training.tasks.metrics import Scored, link_rows
+from training.tasks.metrics import Scored, absolute_errors, link_rows
 from training.tasks.table import TaskTable
 
 BOOTSTRAP_ROUNDS = 200
@@ -80,7 +80,7 @@ def row_values(task: str, predictions: np.ndarray, table: TaskTable) -> np.ndarr
     (MAE, MAP@k), else ``None`` (AUROC)."""
     spec = TASKS[task]
     if spec.primary_metric == "mae":
-        return np.abs(np.asarray(table.label, dtype=np.float64) - np.asarray(predictions, dtype=np.float64))
+        return absolute_errors(table.label, predictions)
     if spec.primary_metric == f"map@{spec.k}":
         return link_rows(predictions, table.target_ptr, table.target_items, spec.k)[spec.primary_metric]
     return None
