@@ -10,7 +10,13 @@ added, on any day) or for a node not seen yet; what every edge moves (the mean p
 the spend features) is applied on each read (:func:`models.graph.temporal_features.finish_features`).
 The answers are those of :func:`models.graph.temporal_features.temporal_features`, bit for bit.
 
-A cache is reset when the seed time or the base snapshot changes (a compaction renumbers nodes).
+A cache is reset when the seed time or the base snapshot changes (a compaction renumbers nodes),
+and when what it keeps would pass ``max_bytes``.
+
+The same holds for answers: a server answers at the graph's end, so every request of a day reads
+its nodes' aggregates at one seed time, and a worker keeps them
+(:meth:`models.runtime.inference.TaskInference.prepare`) instead of searching the same prefix sums
+again for each request (the hot nodes, popular articles and active customers, are in most trees).
 """
 
 from __future__ import annotations
@@ -24,29 +30,61 @@ from torch import Tensor
 
 from models.feature_definitions import NUM_TEMPORAL
 from models.graph.temporal_features import finish_features, raw_features
+from models.schema import NODE_TYPES
 from models.store.keyed import prefix_sums
 from models.store.snapshot_prefix import OTHER
 
 
 @dataclass
 class _Kept:
-    """One node type's kept rows: ``slot[node]`` is its row of ``raw`` and ``degree`` (-1: none)."""
+    """One node type's kept rows: ``slot[node]`` is its row of ``raw`` and ``degree`` (-1: none); the
+    first ``used`` rows are taken, the rest is room to grow into (doubled when full, so that a
+    request's few new nodes do not copy every kept row)."""
 
     slot: Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.long))
     raw: Tensor = field(default_factory=lambda: torch.empty(0, NUM_TEMPORAL, dtype=torch.float64))
     degree: Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.long))
+    used: int = 0
+
+    def rows_after(self, new: int) -> int:
+        """The rows allocated once ``new`` more are kept."""
+        end = self.used + new
+        return self.raw.shape[0] if end <= self.raw.shape[0] else max(end, 2 * self.raw.shape[0])
+
+    def append(self, raw: Tensor, degree: Tensor) -> Tensor:
+        """Keep ``raw`` ``(N, NUM_TEMPORAL)`` and ``degree`` ``(N,)`` in new rows; returns their slots."""
+        end = self.used + raw.shape[0]
+        if end > self.raw.shape[0]:
+            room = self.rows_after(raw.shape[0])
+            self.raw = torch.cat([self.raw[:self.used], self.raw.new_empty(room - self.used, NUM_TEMPORAL)])
+            self.degree = torch.cat([self.degree[:self.used], self.degree.new_empty(room - self.used)])
+        self.raw[self.used:end] = raw
+        self.degree[self.used:end] = degree
+        slots = torch.arange(self.used, end)
+        self.used = end
+        return slots
+
+
+ROW_BYTES = (NUM_TEMPORAL + 1) * 8  # a kept row: its raw aggregates and degree (float64, int64)
 
 
 class TemporalCache:
     """Temporal features at one seed time for the versions of one live graph (module docstring).
 
-    Calls are serialised (a hot swap may refresh keys beside the key thread)."""
+    Calls are serialised (a hot swap may refresh keys beside the key thread).
 
-    def __init__(self) -> None:
+    Args:
+        max_bytes: the most the kept rows and their slot tables may take; a call that would pass it
+            starts the cache again (``None``: no bound).
+    """
+
+    def __init__(self, max_bytes: int | None = None) -> None:
+        self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._for: tuple[Any, int] | None = None
         self._kept: dict[str, _Kept] = {}
         self.computed = 0  # rows computed (not read from the cache), for tests and benchmarks
+        self.restarts = 0  # times the bound emptied the cache
 
     def features(self, graph, node_type: str, ids: Tensor, seed_time: int) -> Tensor:
         """``(N, NUM_TEMPORAL)`` :func:`models.graph.temporal_features.temporal_features` of ``ids``
@@ -55,27 +93,64 @@ class TemporalCache:
         with self._lock:
             return self._features(graph, node_type, ids, seed_time)
 
+    def fill(self, graph, seed_time: int) -> int:
+        """Keep every node's aggregates at ``seed_time`` before the first call asks; where they do
+        not all fit in half of ``max_bytes``, the nodes with the most edges (those most trees reach).
+        Returns the nodes kept."""
+        counts = {t: graph.num_nodes[t] for t in NODE_TYPES}
+        room = sum(counts.values())
+        if self.max_bytes is not None:
+            room = min(room, max(0, self.max_bytes // 2 - 8 * room) // ROW_BYTES)
+        kept = 0
+        for node_type, count in counts.items():
+            take = min(count, room * count // max(sum(counts.values()), 1))
+            if not take:
+                continue
+            ids = torch.arange(count)
+            if take < count:
+                rowptr = graph.adjacency[(node_type, OTHER[node_type])].rowptr
+                ids = torch.topk(rowptr[1:] - rowptr[:-1], take).indices.sort().values
+            self.features(graph, node_type, ids, seed_time)
+            kept += take
+        return kept
+
     def _features(self, graph, node_type: str, ids: Tensor, seed_time: int) -> Tensor:
         base = getattr(graph, "base", graph)
         if self._for != (base, int(seed_time)):
             self._for, self._kept = (base, int(seed_time)), {}
         kept = self._kept.setdefault(node_type, _Kept())
-        distinct, inverse = torch.unique(ids.long(), return_inverse=True)
-        rowptr = graph.adjacency[(node_type, OTHER[node_type])].rowptr
-        degree = rowptr.index_select(0, distinct + 1) - rowptr.index_select(0, distinct)
-        if distinct.numel() and int(distinct[-1]) >= kept.slot.numel():
-            grown = torch.full((int(distinct[-1]) + 1,), -1, dtype=torch.long)
+        ids = ids.long()
+        if ids.numel() and int(ids.max()) >= kept.slot.numel():
+            grown = torch.full((max(int(ids.max()) + 1, graph.num_nodes[node_type]),), -1, dtype=torch.long)
             grown[:kept.slot.numel()] = kept.slot
             kept.slot = grown
-        slot = kept.slot.index_select(0, distinct)
-        known = slot >= 0
-        stale = ~known
-        stale[known] = kept.degree.index_select(0, slot[known]) != degree[known]
+        # Per id, repeats and all: a warm call is a few gathers, no sort (the request path).
+        rowptr = graph.adjacency[(node_type, OTHER[node_type])].rowptr
+        degree = rowptr.index_select(0, ids + 1) - rowptr.index_select(0, ids)
+        slot = kept.slot.index_select(0, ids)
+        stale = slot < 0
+        if kept.used:
+            stale |= kept.degree.index_select(0, slot.clamp(min=0)) != degree
         if bool(stale.any()):
-            self._update(graph, node_type, kept, distinct[stale], degree[stale], slot[stale], seed_time)
-            slot = kept.slot.index_select(0, distinct)
-        mean_price = prefix_sums(graph, node_type)[1]
-        return finish_features(kept.raw.index_select(0, slot), mean_price).index_select(0, inverse)
+            missing = torch.unique(ids[stale])
+            missing_slot = kept.slot.index_select(0, missing)
+            if self._over_bound(node_type, int((missing_slot < 0).sum())):
+                self._kept, self.restarts = {}, self.restarts + 1
+                return self._features(graph, node_type, ids, seed_time)
+            missing_degree = rowptr.index_select(0, missing + 1) - rowptr.index_select(0, missing)
+            self._update(graph, node_type, kept, missing, missing_degree, missing_slot, seed_time)
+            slot = kept.slot.index_select(0, ids)
+        return finish_features(kept.raw.index_select(0, slot), prefix_sums(graph, node_type)[1])
+
+    def _over_bound(self, node_type: str, new_rows: int) -> bool:
+        """Whether keeping ``new_rows`` more rows of ``node_type`` passes ``max_bytes`` (the rows
+        allocated and the slot tables); never for a cache that keeps no row yet, which must answer
+        however large the call."""
+        if self.max_bytes is None or not any(kept.used for kept in self._kept.values()):
+            return False
+        rows = sum(kept.rows_after(new_rows if name == node_type else 0) for name, kept in self._kept.items())
+        slots = sum(kept.slot.numel() for kept in self._kept.values())
+        return rows * ROW_BYTES + slots * 8 > self.max_bytes
 
     def _update(self, graph, node_type: str, kept: _Kept, ids: Tensor, degree: Tensor, slot: Tensor,
                 seed_time: int) -> None:
@@ -85,7 +160,4 @@ class TemporalCache:
         kept.raw[slot[old]] = raw[old]
         kept.degree[slot[old]] = degree[old]
         new = ~old
-        first = kept.raw.shape[0]
-        kept.slot[ids[new]] = torch.arange(first, first + int(new.sum()))
-        kept.raw = torch.cat([kept.raw, raw[new]])
-        kept.degree = torch.cat([kept.degree, degree[new]])
+        kept.slot[ids[new]] = kept.append(raw[new], degree[new])

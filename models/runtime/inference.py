@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 # Rows ranked at a time: a batch scorer's (B, A) score matrix (1024 x 105k articles, 430 MB) was
 # page-faulted afresh for every batch; in chunks of 128 rows ranking took 27 % less CPU at full size.
 RANK_ROWS = 128
+# What a worker keeps of its answers' temporal features (models.graph.temporal_cache): ~350,000
+# nodes; the demo graph's 22,000 fit many times, a full-size one's hot nodes do.
+ANSWER_TEMPORAL_BYTES = 64 << 20
 
 
 @dataclass
@@ -158,6 +161,8 @@ class TaskInference(ServingGraph):
         # The article keys' forward when compiled for them (models.runtime.key_compile), else the model.
         self.key_forward: Callable[[ModelInputs], Tensor] | None = None
         self.key_temporal = TemporalCache()  # the keys' temporal features, kept across graph versions
+        # The answers' temporal features at the graph's end, kept across requests and graph versions.
+        self.answer_temporal = TemporalCache(ANSWER_TEMPORAL_BYTES)
         self._graphs_after_warmup: int | None = None
 
     @classmethod
@@ -180,7 +185,8 @@ class TaskInference(ServingGraph):
         return {self.entity_type: ladder}
 
     def warm_up(self) -> WarmupReport:
-        """Load the compile cache, compile and run every bucket once, precompute article keys."""
+        """Load the compile cache, compile and run every bucket once, keep the nodes' temporal
+        features at the graph's end, precompute article keys."""
         start = time.perf_counter()
         hit, saved, path = False, False, None
         if self.compile_config.strategy != "none":
@@ -193,6 +199,8 @@ class TaskInference(ServingGraph):
         recorder = CompileCacheRecorder() if path is not None and not hit else None
         specs: dict[str, TableSpec] = self.config.specs
         runs = self.predictor.warmup({t: (len(s.cardinalities), s.num_numeric) for t, s in specs.items()})
+        graph = self.current()
+        self.answer_temporal.fill(graph, graph.end_time)
         if self.spec.ranks:
             self.refresh_article_keys()
         if recorder is not None:
@@ -218,7 +226,8 @@ class TaskInference(ServingGraph):
         graph = self.current() if graph is None else graph
         if seed_time is None:
             seed_time = torch.full_like(entity, graph.end_time)
-        return gather_inputs(graph, self.sampler.sample(self.entity_type, entity, seed_time, graph=graph))
+        return gather_inputs(graph, self.sampler.sample(self.entity_type, entity, seed_time, graph=graph),
+                             self.answer_temporal)
 
     def _ranking_rows(self, entity: Tensor, seed_time: Tensor, output: Tensor, graph: Any,
                       keys: Tensor) -> Iterator[tuple[Tensor, PurchaseHistory]]:

@@ -105,6 +105,27 @@ def test_ingest_equals_rebuild_and_compaction(task: str, trained_artifacts: Path
     _assert_same(_answers(inference, ids), want)
 
 
+@pytest.mark.parametrize("task", list(TASKS))
+def test_answers_kept_across_versions_equal_the_rebuild(task: str, trained_artifacts: Path,
+                                                        cut_snapshot: GraphSnapshot,
+                                                        later_batches: list[IngestBatch]) -> None:
+    """A worker keeps its answers' temporal features between requests and graph versions
+    (``TaskInference.answer_temporal``); answering after every few batches leaves nothing stale.
+    The clock holds the seed day at the rebuild's end, so every version is answered at that one day."""
+    rebuilt = GraphSnapshot.open(trained_artifacts / "snapshot")
+    ids = _ids(rebuilt, TASKS[task].entity_type)
+    want = _answers(TaskInference.from_bundle(trained_artifacts / task, rebuilt, compile="none"), ids)
+    graph = LiveGraph(cut_snapshot, clock=lambda: rebuilt.end_time)
+    inference = TaskInference.from_bundle(trained_artifacts / task, graph, compile="none")
+    for start in range(0, len(later_batches), 3):
+        graph.apply_many(later_batches[start:start + 3])
+        inference.refresh_article_keys()
+        _answers(inference, ids)
+    assert graph.now_day == rebuilt.end_time
+    assert inference.answer_temporal.computed > 0
+    _assert_same(_answers(inference, ids), want)
+
+
 def _purchase(customer: str, article: str, day: int, sequence: int) -> IngestBatch:
     return IngestBatch(sequence, "transactions", {"day": [day], "customer_id": [customer],
                                                   "article_id": [article], "price": [0.03]})

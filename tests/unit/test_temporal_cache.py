@@ -11,7 +11,7 @@ import torch
 
 import models.store.live_csr as live_csr
 from models.feature_definitions import NUM_TEMPORAL
-from models.graph.temporal_cache import TemporalCache
+from models.graph.temporal_cache import ROW_BYTES, TemporalCache
 from models.graph.temporal_features import temporal_features
 from models.schema import ARTICLE, CUSTOMER, NODE_TYPES
 from models.store.live import LiveGraph
@@ -89,3 +89,38 @@ def test_new_nodes_a_new_seed_time_and_a_new_base(base: tuple[GraphSnapshot, Rel
     _equal_everywhere(cache, other, CUT - 30)  # another base (a compaction): every node again
     assert cache.computed == computed + CUSTOMERS + ARTICLES
     assert cache.features(other, ARTICLE, torch.empty(0, dtype=torch.long), CUT).shape == (0, NUM_TEMPORAL)
+
+
+def test_a_bounded_cache_starts_again_instead_of_growing(base: tuple[GraphSnapshot, RelTables]) -> None:
+    snapshot, _ = base
+    rows = 25  # room for 25 kept rows and the slot tables
+    cache = TemporalCache(max_bytes=rows * ROW_BYTES + (CUSTOMERS + ARTICLES) * 8)
+    for start in range(0, CUSTOMERS, 10):
+        ids = torch.arange(start, start + 10)
+        expected = temporal_features(snapshot, CUSTOMER, ids, torch.full_like(ids, CUT))
+        assert torch.equal(cache.features(snapshot, CUSTOMER, ids, CUT), expected)
+    assert cache.restarts == 1  # 20 rows kept, the third call's 10 more would pass 25
+    assert cache.computed == CUSTOMERS
+    big = torch.arange(CUSTOMERS)  # one call larger than the bound is still answered
+    assert torch.equal(cache.features(snapshot, CUSTOMER, big, CUT),
+                       temporal_features(snapshot, CUSTOMER, big, torch.full_like(big, CUT)))
+    assert cache.restarts == 2
+
+
+def test_fill_keeps_every_node_or_the_busiest_ones(base: tuple[GraphSnapshot, RelTables]) -> None:
+    snapshot, _ = base
+    everything = TemporalCache()
+    assert everything.fill(snapshot, CUT) == CUSTOMERS + ARTICLES
+    computed = everything.computed
+    _equal_everywhere(everything, snapshot, CUT)
+    assert everything.computed == computed  # nothing left to compute
+    slots = 8 * (CUSTOMERS + ARTICLES)
+    some = TemporalCache(max_bytes=2 * (slots + 14 * ROW_BYTES))  # room for 14 rows in half the bound
+    assert some.fill(snapshot, CUT) == 8 + 6  # shared out by the node types' sizes (40 and 30)
+    rowptr = snapshot.adjacency[(CUSTOMER, ARTICLE)].rowptr
+    degree = rowptr[1:] - rowptr[:-1]
+    busiest = torch.topk(degree, 8).indices
+    computed = some.computed
+    some.features(snapshot, CUSTOMER, busiest, CUT)
+    assert some.computed == computed
+    _equal_everywhere(some, snapshot, CUT)
