@@ -14,6 +14,10 @@ looks for requests in a response buffer that lives in the API servers, so it nev
 Each START is one more round trip through the Manager process per request; requests lost with
 a dead worker are answered by :class:`serve.http.admission.Admission`'s deadline instead.
 
+And it sends a batch's answers together: over ZeroMQ (:class:`serve.http.litserve_compat.ZMQAnswers`)
+they are kept as the loop puts them and published as one message per API server when the loop
+comes back for its next batch, before it waits; the Manager-queue transport sends each at once.
+
 Depends on LitServe's ``collate_requests`` and ``BatchedLoop.get_batch_requests`` (see
 :mod:`serve.http.litserve_compat`; tests/unit/test_serve_batching.py covers it).
 """
@@ -60,7 +64,12 @@ class BlockingBatchedLoop(BatchedLoop):
     # An idle worker wakes up this often, so the loop stays responsive to process shutdown.
     idle_wakeup_s: float = 1.0
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._answers: dict[int, list] = {}  # per API server, the answers not sent yet
+
     def get_batch_requests(self, lit_api: Any, request_queue: Queue, transport: Any) -> tuple[list, list]:
+        self.send_answers(transport)
         try:
             first = request_queue.get(timeout=self.idle_wakeup_s)
         except Empty:
@@ -75,5 +84,17 @@ class BlockingBatchedLoop(BatchedLoop):
 
     def put_response(self, transport: Any, response_queue_id: int, uid: str, response_data: Any,
                      status: LitAPIStatus, response_type: Any) -> None:
-        if status != LitAPIStatus.START:
+        if status == LitAPIStatus.START:
+            return
+        if not hasattr(transport, "send_many"):
             super().put_response(transport, response_queue_id, uid, response_data, status, response_type)
+            return
+        # LitServe's answer message, as LitLoop.put_response builds it
+        answer = (uid, (response_data, status, response_type, self.worker_id))
+        self._answers.setdefault(response_queue_id, []).append(answer)
+
+    def send_answers(self, transport: Any) -> None:
+        """Send every answer kept since the last call, one message per API server."""
+        answers, self._answers = self._answers, {}
+        for consumer_id, items in answers.items():
+            transport.send_many(items, consumer_id)

@@ -92,6 +92,31 @@ def test_answers_still_go_out_and_start_messages_do_not():
     assert transport.sent == [(1, ("u1", ({"ok": 1}, LitAPIStatus.OK, LoopResponseType.REGULAR, 0)))]
 
 
+class BatchingTransport(RecordingTransport):
+    """A transport that takes a batch's answers in one call, as ZMQAnswers does."""
+
+    def send_many(self, items: list, consumer_id: int) -> None:
+        self.sent.append((consumer_id, list(items)))
+
+
+def test_a_batch_s_answers_go_out_together_before_the_loop_waits_again():
+    api, loop = make_loop()
+    transport = BatchingTransport()
+    set_worker_id(loop, 0)
+    for uid, server in (("u0", 0), ("u1", 1), ("u2", 0)):
+        loop.put_response(transport, server, uid, {"ok": uid}, LitAPIStatus.OK, LoopResponseType.REGULAR)
+    loop.put_response(transport, 0, "u3", (), LitAPIStatus.START, LoopResponseType.REGULAR)
+    assert transport.sent == []  # kept until the loop comes back for its next batch
+    queue = RecordingQueue()
+    queue.put(request("u4"))
+    batch, _ = loop.get_batch_requests(api, queue, transport)
+    answer = lambda uid: (uid, ({"ok": uid}, LitAPIStatus.OK, LoopResponseType.REGULAR, 0))  # noqa: E731
+    assert transport.sent == [(0, [answer("u0"), answer("u2")]), (1, [answer("u1")])]
+    assert [uid for _, uid, _ in batch] == ["u4"]
+    loop.get_batch_requests(api, queue, transport)  # nothing kept: nothing more sent
+    assert len(transport.sent) == 2
+
+
 def test_a_batch_window_collects_requests_arriving_after_the_first():
     # "late" arrives only once the loop has taken "early"; the batch closes when full (2), and the
     # window is long enough that no stall of a loaded machine can close it first.

@@ -75,6 +75,13 @@ def test_zmq_transport_delivers_an_answer_from_a_worker_to_an_api_server() -> No
                     assert asyncio.get_running_loop().time() < deadline, "no answer reached the API server"
 
         assert asyncio.run(receive()) == ("uid-1", ({"ok": 1}, "OK"))
+        answers = [(f"uid-{n}", ({"ok": n}, "OK")) for n in (2, 3, 4)]
+        worker.send_many(answers, consumer_id=0)  # one message, handed out one answer at a time
+
+        async def receive_all() -> list:
+            return [await api_server.areceive(consumer_id=0, timeout=60) for _ in answers]
+
+        assert asyncio.run(receive_all()) == answers
         worker.close()
         api_server.close()
         transport.close(send_sentinel=True)  # the main process opened no socket: LitServe's would raise
