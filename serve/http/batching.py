@@ -6,7 +6,9 @@ on ``get_nowait()`` (most of a core per idle API), with ``batch_timeout > 0`` it
 afford either. Here the worker blocks in one ``get`` until a request arrives, then hands that
 request plus the live queue to LitServe's own ``collate_requests``, so the batch window starts at
 the first arrival and LitServe's START messages and queue-timeout (504) handling are unchanged.
-With ``batch_timeout == 0`` a batch is whatever queued up while the previous batch ran.
+With ``batch_timeout == 0`` a batch is whatever queued up while the previous batch ran. From the
+server's :class:`serve.http.litserve_compat.RequestQueue` that batch comes in one round trip to the
+Manager process instead of one per request.
 
 It also drops LitServe's per-request START message (sent with ``restart_workers=True``): it
 only tells the main process's worker monitor which worker holds a request, and that monitor
@@ -33,11 +35,12 @@ from litserve.loops import BatchedLoop
 from serve.http.litserve_compat import LitAPIStatus, collate_requests
 
 
-class _FirstThenQueue:
-    """A view of ``queue`` that yields one already-taken item first and notes when each was queued."""
+class _TakenThenQueue:
+    """A view of ``queue`` that yields items already taken first and notes when each was queued;
+    without a queue, ``Empty`` once they are given out."""
 
-    def __init__(self, first: Any, queue: Queue) -> None:
-        self._first = [first]
+    def __init__(self, taken: list, queue: Queue | None) -> None:
+        self._taken_items = taken[::-1]
         self._queue = queue
         self.queued_at: list[float] = []
 
@@ -46,11 +49,18 @@ class _FirstThenQueue:
             self.queued_at.append(item[2])  # LitServe's (queue id, uid, time.monotonic(), payload)
         return item
 
+    def _next(self, block: bool, timeout: float | None) -> Any:
+        if self._taken_items:
+            return self._taken_items.pop()
+        if self._queue is None:
+            raise Empty
+        return self._queue.get(block, timeout)
+
     def get_nowait(self) -> Any:
-        return self._taken(self._first.pop() if self._first else self._queue.get_nowait())
+        return self._taken(self._next(False, None))
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
-        return self._taken(self._first.pop() if self._first else self._queue.get(block, timeout))
+        return self._taken(self._next(block, timeout))
 
 
 class BlockingBatchedLoop(BatchedLoop):
@@ -70,17 +80,30 @@ class BlockingBatchedLoop(BatchedLoop):
 
     def get_batch_requests(self, lit_api: Any, request_queue: Queue, transport: Any) -> tuple[list, list]:
         self.send_answers(transport)
-        try:
-            first = request_queue.get(timeout=self.idle_wakeup_s)
-        except Empty:
+        view = self._queued(lit_api, request_queue)
+        if view is None:
             return [], []
-        view = _FirstThenQueue(first, request_queue)
         batch = collate_requests(self, lit_api, view, transport)
         record = getattr(lit_api, "queue_waits", None)
         if record is not None and view.queued_at:
             now = time.monotonic()
             record([now - queued for queued in view.queued_at])
         return batch
+
+    def _queued(self, lit_api: Any, request_queue: Any) -> _TakenThenQueue | None:
+        """What the next batch is collated from, once a request arrived (``None``: none did).
+
+        From a :class:`serve.http.litserve_compat.RequestQueue`, what is queued comes in one round
+        trip; a greedy batch (``batch_timeout == 0``) is that and no more, one with a window also
+        waits on the queue for late arrivals."""
+        if hasattr(request_queue, "get_batch"):
+            taken = request_queue.get_batch(self.idle_wakeup_s, lit_api.max_batch_size)
+            late = None if lit_api.batch_timeout == 0 else request_queue
+            return _TakenThenQueue(taken, late) if taken else None
+        try:
+            return _TakenThenQueue([request_queue.get(timeout=self.idle_wakeup_s)], request_queue)
+        except Empty:
+            return None
 
     def put_response(self, transport: Any, response_queue_id: int, uid: str, response_data: Any,
                      status: LitAPIStatus, response_type: Any) -> None:

@@ -27,10 +27,12 @@ What each one is for:
   ``close`` in the main process, which never opened a socket (only workers and API servers do),
   does nothing; LitServe's ``ZMQTransport.close`` raises ``ValueError`` there, first thing in the
   graceful shutdown, before any worker or API server is stopped (exit 1 and orphans). (3) Its
-  request queues put from a thread (:class:`BackgroundPutQueue`). (4) The main process alone
-  answers SIGINT and SIGTERM (:mod:`serve.processes`): an API server's uvicorn handlers wait for
-  its release (``lifespan``), and the graceful shutdown releases the children and ends the worker
-  monitor before stopping them (``_perform_graceful_shutdown``).
+  request queues put from a thread (:class:`BackgroundPutQueue`) and are :class:`RequestQueue`
+  objects, which take many puts and give a whole batch in one round trip to the Manager each.
+  (4) The main process alone answers SIGINT and SIGTERM (:mod:`serve.processes`): an API
+  server's uvicorn handlers wait for its release (``lifespan``), and the graceful shutdown
+  releases the children and ends the worker monitor before stopping them
+  (``_perform_graceful_shutdown``).
 * :func:`inject_context` replaces the batched loop's ``_inject_context``, which ran
   ``inspect.signature`` on every hook call (2 per request and 3 per batch, ~10 us each) only to
   learn whether the hook takes a ``context`` argument; here that answer is cached per function.
@@ -43,10 +45,12 @@ import inspect
 import logging
 import os
 import pickle
+import queue
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from multiprocessing.managers import SyncManager
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -74,6 +78,7 @@ __all__ = [
     "LitServer",
     "LoopResponseType",
     "MessageTransport",
+    "RequestQueue",
     "StopLoopError",
     "WorkerSetupStatus",
     "ZMQTransport",
@@ -89,6 +94,38 @@ __all__ = [
 ]
 
 
+class RequestQueue(queue.Queue):
+    """A request queue (in the Manager process) that moves many items per round trip.
+
+    Every call on a Manager queue is a round trip to the Manager process: a worker took a batch of
+    ``n`` requests with ``n + 1`` of them (the first ``get``, ``n - 1`` ``get_nowait`` and the one
+    that finds the queue empty), a sixth of a busy worker's time.
+    :meth:`get_batch` hands a worker what is queued in one; :meth:`put_many` takes what an API
+    server's sender thread has gathered in one.
+    """
+
+    def put_many(self, items: list) -> None:
+        """Put ``items`` in order (the queue is unbounded)."""
+        with self.not_empty:
+            for item in items:
+                self._put(item)
+            self.unfinished_tasks += len(items)
+            self.not_empty.notify(len(items))
+
+    def get_batch(self, timeout: float, most: int) -> list:
+        """Wait up to ``timeout`` seconds for an item, then take it and what else is queued, up to
+        ``most`` in all (``[]``: none came)."""
+        with self.not_empty:
+            if not self.not_empty.wait_for(self._qsize, timeout):
+                return []
+            items = [self._get() for _ in range(min(most, self._qsize()))]
+            self.not_full.notify(len(items))
+            return items
+
+
+SyncManager.register("RequestQueue", RequestQueue)
+
+
 class BackgroundPutQueue:
     """A Manager queue whose ``put`` returns at once; a thread of the putting process sends it.
 
@@ -96,8 +133,10 @@ class BackgroundPutQueue:
     server's event loop: a blocking round trip to the Manager process per request, during which
     that API server parses, validates and answers nothing. Here ``put`` appends to an in-process
     queue and one sender thread per process does the round trips in order (the socket wait
-    releases the GIL, so the event loop runs meanwhile). ``get``, ``qsize`` and the rest go to the
-    Manager queue itself, and a pickled copy (what a spawned worker receives) is the plain proxy.
+    releases the GIL, so the event loop runs meanwhile); what queued up during a round trip goes in
+    the next one together when the queue takes :meth:`RequestQueue.put_many`. ``get``, ``qsize``
+    and the rest go to the Manager queue itself, and a pickled copy (what a spawned worker
+    receives) is the plain proxy.
     """
 
     def __init__(self, queue: Any) -> None:
@@ -113,12 +152,18 @@ class BackgroundPutQueue:
         self._pending.put(item)
 
     def _send(self, pending: SimpleQueue) -> None:
+        many = hasattr(self._queue, "put_many")
         while True:
-            item = pending.get()
+            items = [pending.get()]
+            while many and not pending.empty():
+                items.append(pending.get())
             try:
-                self._queue.put(item)
+                if many:
+                    self._queue.put_many(items)
+                else:
+                    self._queue.put(items[0])
             except (OSError, EOFError) as e:  # the Manager is gone (shutting down); the deadline answers
-                log.warning("request not queued: %s", e)
+                log.warning("%d request(s) not queued: %s", len(items), e)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._queue, name)
@@ -247,8 +292,8 @@ class LitServer(ls.LitServer):
         if isinstance(self._transport, ZMQTransport):  # the broker runs; connect to it the right way round
             self._transport = ZMQAnswers(backend_address=config.backend_address,
                                          frontend_address=config.frontend_address)
-        for path, queue in list(self.litapi_request_queues.items()):
-            self.litapi_request_queues[path] = BackgroundPutQueue(queue)
+        for path in list(self.litapi_request_queues):
+            self.litapi_request_queues[path] = BackgroundPutQueue(manager.RequestQueue())
         return manager
 
     @asynccontextmanager

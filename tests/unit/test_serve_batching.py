@@ -3,6 +3,7 @@ serve.http.litserve_compat)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from queue import Queue
 
@@ -15,6 +16,7 @@ from serve.http.litserve_compat import (
     LitAPIStatus,
     LoopResponseType,
     MessageTransport,
+    RequestQueue,
     StopLoopError,
     set_restart_workers,
     set_worker_id,
@@ -115,6 +117,48 @@ def test_a_batch_s_answers_go_out_together_before_the_loop_waits_again():
     assert [uid for _, uid, _ in batch] == ["u4"]
     loop.get_batch_requests(api, queue, transport)  # nothing kept: nothing more sent
     assert len(transport.sent) == 2
+
+
+class CountingRequestQueue(RequestQueue):
+    """The server's request queue, in process, counting the calls a worker makes (each would be a
+    round trip to the Manager)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def get_batch(self, timeout: float, most: int) -> list:
+        self.calls += 1
+        return super().get_batch(timeout, most)
+
+    def get(self, block: bool = True, timeout: float | None = None):
+        self.calls += 1
+        return super().get(block, timeout)
+
+
+def test_a_greedy_batch_comes_from_the_request_queue_in_one_call():
+    api, loop = make_loop(max_batch_size=3)
+    queue = CountingRequestQueue()
+    queue.put_many([request(f"u{i}") for i in range(5)])
+    first, _ = loop.get_batch_requests(api, queue, RecordingTransport())
+    assert [uid for _, uid, _ in first] == ["u0", "u1", "u2"] and queue.calls == 1
+    second, _ = loop.get_batch_requests(api, queue, RecordingTransport())
+    assert [uid for _, uid, _ in second] == ["u3", "u4"] and queue.calls == 2
+    assert loop.get_batch_requests(api, queue, RecordingTransport()) == ([], [])  # idle: waits, then empty
+    queue.put_many([request("u5"), SENTINEL])
+    with pytest.raises(StopLoopError):
+        loop.get_batch_requests(api, queue, RecordingTransport())
+
+
+def test_a_batch_window_on_the_request_queue_still_waits_for_late_requests():
+    api, loop = make_loop(max_batch_size=2, batch_timeout=10.0)
+    queue = CountingRequestQueue()
+    queue.put(request("early"))
+    late = threading.Timer(0.2, queue.put, args=(request("late"),))
+    late.start()
+    batch, _ = loop.get_batch_requests(api, queue, RecordingTransport())
+    late.join()
+    assert [uid for _, uid, _ in batch] == ["early", "late"]
 
 
 def test_a_batch_window_collects_requests_arriving_after_the_first():

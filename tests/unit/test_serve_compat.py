@@ -12,7 +12,7 @@ import litserve as ls
 import pytest
 import zmq
 
-from serve.http.litserve_compat import BackgroundPutQueue, LitServer, ZMQTransport
+from serve.http.litserve_compat import BackgroundPutQueue, LitServer, ZMQTransport, request_queue
 
 
 def test_puts_arrive_in_order_and_reads_go_to_the_manager_queue():
@@ -24,6 +24,22 @@ def test_puts_arrive_in_order_and_reads_go_to_the_manager_queue():
         assert [raw.get(timeout=10)[1] for _ in range(50)] == [f"u{i}" for i in range(50)]
         queue.put("last")
         assert queue.get(timeout=10) == "last" and queue.qsize() == 0
+
+
+def test_a_request_queue_moves_many_items_per_round_trip():
+    with mp.Manager() as manager:
+        raw = manager.RequestQueue()
+        raw.put_many([f"a{i}" for i in range(5)])
+        assert raw.get_batch(10, 3) == ["a0", "a1", "a2"]
+        assert raw.get_batch(10, 10) == ["a3", "a4"]
+        assert raw.get_batch(0.05, 3) == []  # nothing came within the timeout
+        queue = BackgroundPutQueue(raw)  # its sender thread puts what gathered in one put_many
+        for i in range(200):
+            queue.put(f"b{i}")
+        got: list[str] = []
+        while len(got) < 200:
+            got += raw.get_batch(10, 64)
+        assert got == [f"b{i}" for i in range(200)] and raw.qsize() == 0
 
 
 def test_a_pickled_copy_is_the_plain_manager_proxy():
@@ -48,6 +64,17 @@ def test_fast_queue_selects_the_transport_it_names(fast_queue: bool) -> None:
     """LitServe 0.2.19 drops ``fast_queue`` (a misnamed TransportConfig field); the compat server keeps it."""
     server = LitServer([_NoModel()], fast_queue=fast_queue)
     assert server.transport_config.transport_type == ("zmq" if fast_queue else "mp")
+
+
+def test_the_server_s_request_queues_take_batches() -> None:
+    server = LitServer([_NoModel()])
+    manager = server._init_manager(1)
+    try:
+        queue = request_queue(server, _NoModel().api_path)
+        queue.put("x")
+        assert pickle.loads(pickle.dumps(queue)).get_batch(10, 4) == ["x"]  # what a worker holds
+    finally:
+        manager.shutdown()
 
 
 def test_zmq_transport_delivers_an_answer_from_a_worker_to_an_api_server() -> None:
