@@ -120,8 +120,9 @@ class TemporalCache:
             self._for, self._kept = (base, int(seed_time)), {}
         kept = self._kept.setdefault(node_type, _Kept())
         ids = ids.long()
-        if ids.numel() and int(ids.max()) >= kept.slot.numel():
-            grown = torch.full((max(int(ids.max()) + 1, graph.num_nodes[node_type]),), -1, dtype=torch.long)
+        largest = int(ids.max()) if ids.numel() else -1
+        if largest >= kept.slot.numel():
+            grown = torch.full((max(largest + 1, graph.num_nodes[node_type]),), -1, dtype=torch.long)
             grown[:kept.slot.numel()] = kept.slot
             kept.slot = grown
         # Per id, repeats and all: a warm call is a few gathers, no sort (the request path).

@@ -40,7 +40,7 @@ class _TakenThenQueue:
     without a queue, ``Empty`` once they are given out."""
 
     def __init__(self, taken: list, queue: Queue | None) -> None:
-        self._taken_items = taken[::-1]
+        self._items = taken[::-1]  # popped from the end
         self._queue = queue
         self.queued_at: list[float] = []
 
@@ -50,8 +50,8 @@ class _TakenThenQueue:
         return item
 
     def _next(self, block: bool, timeout: float | None) -> Any:
-        if self._taken_items:
-            return self._taken_items.pop()
+        if self._items:
+            return self._items.pop()
         if self._queue is None:
             raise Empty
         return self._queue.get(block, timeout)
