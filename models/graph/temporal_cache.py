@@ -114,6 +114,26 @@ class TemporalCache:
             kept += take
         return kept
 
+    def refresh(self, graph, seed_time: int) -> int:
+        """Compute again, in one call per node type, every kept node whose edges moved in ``graph``
+        (a new version of a live graph): what the next calls would otherwise find stale one call at a
+        time, each paying the fixed cost of a computation. Returns the nodes computed."""
+        with self._lock:
+            if self._for != (getattr(graph, "base", graph), int(seed_time)):
+                return 0
+            before = self.computed
+            for node_type, kept in self._kept.items():
+                ids = (kept.slot >= 0).nonzero().squeeze(1)
+                if not ids.numel():
+                    continue
+                rowptr = graph.adjacency[(node_type, OTHER[node_type])].rowptr
+                degree = rowptr.index_select(0, ids + 1) - rowptr.index_select(0, ids)
+                slot = kept.slot.index_select(0, ids)
+                moved = kept.degree.index_select(0, slot) != degree
+                if bool(moved.any()):
+                    self._update(graph, node_type, kept, ids[moved], degree[moved], slot[moved], seed_time)
+            return self.computed - before
+
     def _features(self, graph, node_type: str, ids: Tensor, seed_time: int) -> Tensor:
         base = getattr(graph, "base", graph)
         if self._for != (base, int(seed_time)):

@@ -163,6 +163,7 @@ class TaskInference(ServingGraph):
         self.key_temporal = TemporalCache()  # the keys' temporal features, kept across graph versions
         # The answers' temporal features at the graph's end, kept across requests and graph versions.
         self.answer_temporal = TemporalCache(ANSWER_TEMPORAL_BYTES)
+        self._answered_version: tuple | None = None  # the graph version prepare last read
         self._graphs_after_warmup: int | None = None
 
     @classmethod
@@ -226,6 +227,10 @@ class TaskInference(ServingGraph):
         graph = self.current() if graph is None else graph
         if seed_time is None:
             seed_time = torch.full_like(entity, graph.end_time)
+        version = graph_version(graph)
+        if version != self._answered_version:  # a new version: its moved nodes in one computation
+            self.answer_temporal.refresh(graph, version[2])
+            self._answered_version = version
         return gather_inputs(graph, self.sampler.sample(self.entity_type, entity, seed_time, graph=graph),
                              self.answer_temporal)
 

@@ -124,3 +124,16 @@ def test_fill_keeps_every_node_or_the_busiest_ones(base: tuple[GraphSnapshot, Re
     some.features(snapshot, CUSTOMER, busiest, CUT)
     assert some.computed == computed
     _equal_everywhere(some, snapshot, CUT)
+
+
+def test_refresh_computes_every_moved_node_at_once(base: tuple[GraphSnapshot, RelTables]) -> None:
+    snapshot, tables = base
+    live, cache, seed_time = LiveGraph(snapshot), TemporalCache(), CUT + 2
+    _equal_everywhere(cache, live.view(), seed_time)
+    live.apply(_batch(1, tables, [(3, 5, CUT + 1), (3, 6, CUT + 1), (11, 5, CUT)]))
+    assert cache.refresh(live.view(), seed_time) == 2 + 2  # customers 3 and 11, articles 5 and 6
+    computed = cache.computed
+    _equal_everywhere(cache, live.view(), seed_time)
+    assert cache.computed == computed  # nothing left stale for the calls
+    assert cache.refresh(live.view(), seed_time) == 0
+    assert cache.refresh(live.view(), seed_time + 1) == 0  # kept for another seed time: not touched
