@@ -65,6 +65,12 @@ class _Kept:
         return slots
 
 
+def _degree(graph, node_type: str, ids: Tensor) -> Tensor:
+    """``(N,)`` edge counts of ``ids``: what moves when a live graph adds an edge to a node."""
+    rowptr = graph.adjacency[(node_type, OTHER[node_type])].rowptr
+    return rowptr.index_select(0, ids + 1) - rowptr.index_select(0, ids)
+
+
 ROW_BYTES = (NUM_TEMPORAL + 1) * 8  # a kept row: its raw aggregates and degree (float64, int64)
 
 
@@ -126,8 +132,7 @@ class TemporalCache:
                 ids = (kept.slot >= 0).nonzero().squeeze(1)
                 if not ids.numel():
                     continue
-                rowptr = graph.adjacency[(node_type, OTHER[node_type])].rowptr
-                degree = rowptr.index_select(0, ids + 1) - rowptr.index_select(0, ids)
+                degree = _degree(graph, node_type, ids)
                 slot = kept.slot.index_select(0, ids)
                 moved = kept.degree.index_select(0, slot) != degree
                 if bool(moved.any()):
@@ -146,8 +151,7 @@ class TemporalCache:
             grown[:kept.slot.numel()] = kept.slot
             kept.slot = grown
         # Per id, repeats and all: a warm call is a few gathers, no sort (the request path).
-        rowptr = graph.adjacency[(node_type, OTHER[node_type])].rowptr
-        degree = rowptr.index_select(0, ids + 1) - rowptr.index_select(0, ids)
+        degree = _degree(graph, node_type, ids)
         slot = kept.slot.index_select(0, ids)
         stale = slot < 0
         if kept.used:
@@ -158,8 +162,8 @@ class TemporalCache:
             if self._over_bound(node_type, int((missing_slot < 0).sum())):
                 self._kept, self.restarts = {}, self.restarts + 1
                 return self._features(graph, node_type, ids, seed_time)
-            missing_degree = rowptr.index_select(0, missing + 1) - rowptr.index_select(0, missing)
-            self._update(graph, node_type, kept, missing, missing_degree, missing_slot, seed_time)
+            self._update(graph, node_type, kept, missing, _degree(graph, node_type, missing), missing_slot,
+                         seed_time)
             slot = kept.slot.index_select(0, ids)
         return finish_features(kept.raw.index_select(0, slot), prefix_sums(graph, node_type)[1])
 
