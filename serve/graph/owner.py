@@ -31,7 +31,13 @@ from serve.graph.owner_keys import KeyMaker, RankingTask
 from serve.ingest.config import IngestConfig
 from serve.ingest.metrics import FollowerMetrics
 from serve.ingest.pacing import Pacer
-from serve.processes import OWNER_NAME, defer_to_main, name_process, set_thread_niceness
+from serve.processes import (
+    OWNER_NAME,
+    defer_to_main,
+    keep_progress_bars_in_process,
+    name_process,
+    set_thread_niceness,
+)
 
 log = logging.getLogger("relserve.graph")
 
@@ -136,6 +142,7 @@ def serve_graph(config: IngestConfig, artifacts: str, parent_pid: int, ranking: 
     """The owner process's main: catch up, publish, follow the log until the main process is gone."""
     defer_to_main()  # SIGINT/SIGTERM to the whole group: the main process says when to stop
     name_process(OWNER_NAME)
+    keep_progress_bars_in_process()
     logging.basicConfig(level=logging.INFO, format="relserve graph owner: %(levelname)s: %(message)s")
     if not set_thread_niceness(OWNER_NICENESS):
         log.info("running at the workers' priority (a niceness of %d needs CAP_SYS_NICE or an "

@@ -40,6 +40,7 @@ from serve.http.metrics import WorkerMetrics
 from serve.http.queries import Answer, ListQuery, Query, line_up, split_back
 from serve.http.schemas import DEFAULT_K, LIST_RESPONSES, MAX_K, REQUESTS, RESPONSES
 from serve.ingest.config import IngestConfig
+from serve.processes import keep_progress_bars_in_process
 from serve.versions.model_load import Served
 from serve.versions.swap import VERSION_HEADER, ModelSlot, SwapSettings
 
@@ -102,6 +103,7 @@ class TaskAPI(ls.LitAPI):
         # several workers per machine would oversubscribe it.
         torch.set_num_threads(self.settings.threads)
         torch.set_num_interop_threads(1)
+        keep_progress_bars_in_process()
         started = time.perf_counter()
         ingest = self.settings.ingest
         if ingest is None:

@@ -103,3 +103,42 @@ def test_a_child_spawned_under_signals_held_starts_with_sigint_blocked():
                                text=True, timeout=120)
     assert int(signal.SIGINT) in [int(s) for s in child.stdout.split()]
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # this thread: restored
+
+
+SPAWNING_PARENT = """
+import multiprocessing as mp, sys, time
+from pathlib import Path
+
+
+def child(fix: bool, ready: str) -> None:
+    if fix:
+        from serve.processes import keep_progress_bars_in_process
+        keep_progress_bars_in_process()
+    from tqdm import tqdm
+    for _ in tqdm(range(2), disable=True):  # what Inductor does while it waits for its kernels
+        pass
+    Path(ready).touch()
+    time.sleep(60)
+
+
+if __name__ == "__main__":
+    ready = Path(sys.argv[2])
+    process = mp.get_context("spawn").Process(target=child, args=(sys.argv[1] == "fix", str(ready)))
+    process.start()
+    while not ready.exists():
+        time.sleep(0.05)
+    process.terminate()  # as LitServe stops its workers: SIGTERM, no Python clean-up
+    process.join()
+"""
+
+
+@pytest.mark.parametrize("fix", [True, False], ids=["kept-in-process", "default-lock"])
+def test_a_spawned_child_stopped_by_a_signal_leaks_no_semaphore(tmp_path, fix):
+    script = tmp_path / "parent.py"
+    script.write_text(SPAWNING_PARENT)
+    result = subprocess.run([sys.executable, str(script), "fix" if fix else "default", str(tmp_path / "ready")],
+                            capture_output=True, text=True, cwd=REPO, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    # The resource tracker outlives the parent and reports what the child left behind.
+    assert ("leaked semaphore" in result.stderr) != fix, result.stderr
