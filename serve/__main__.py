@@ -14,12 +14,12 @@ import shutil
 import signal
 import socket
 import sys
-import tempfile
 from pathlib import Path
 
 from models.cli import CliError
 from models.files import memory_dir
 from serve.config import PROG, ServeConfig, parse_args
+from serve.private_dirs import private_dir
 
 METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -50,8 +50,7 @@ def prepare_metrics_dir() -> tuple[Path, bool]:
     """
     given = os.environ.get(METRICS_ENV)
     if not given:
-        shm = memory_dir()
-        path = Path(tempfile.mkdtemp(prefix="relserve-metrics-", dir=None if shm is None else shm))
+        path = private_dir("relserve-metrics-", memory_dir())
         os.environ[METRICS_ENV] = str(path)
         return path, True
     path = Path(given)

@@ -20,7 +20,6 @@ import ctypes
 import os
 import shutil
 import signal
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,6 +27,8 @@ from multiprocessing import resource_tracker
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+from serve.private_dirs import private_dir, start_time
 
 STOP_ORDERS_ENV = "RELSERVE_STOP_ORDERS"
 PR_SET_NAME = 15  # prctl(2)
@@ -39,11 +40,7 @@ Handler = Callable[[int, FrameType | None], Any]
 def alive(pid: int) -> bool:
     """Whether ``pid`` is a process that has not exited (a zombie, exited but not yet reaped by its
     parent, counts as gone), read from ``/proc/PID/stat``."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
+    return start_time(pid) is not None
 
 
 class StopOrders:
@@ -57,7 +54,7 @@ class StopOrders:
 
     def __init__(self, on_signal: Callable[[int], None]) -> None:
         self.pid = os.getpid()
-        self._dir = Path(tempfile.mkdtemp(prefix="relserve-stop-"))
+        self._dir = private_dir("relserve-stop-")
         self.flag = self._dir / "released"
         self._on_signal = on_signal
         os.environ[STOP_ORDERS_ENV] = f"{self.pid}:{self.flag}"

@@ -25,13 +25,13 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from models.files import atomic_write
+from serve.private_dirs import private_dir
 from serve.processes import alive
 
 ORDERS, WORKERS = "orders", "workers"
@@ -89,7 +89,7 @@ class ModelControl:
     @classmethod
     def create(cls) -> ModelControl:
         """A fresh private directory, removed when this process exits (not when a forked child does)."""
-        control = cls(tempfile.mkdtemp(prefix="relserve-models-"))
+        control = cls(private_dir("relserve-models-"))
         for name in (ORDERS, WORKERS):
             (control.root / name).mkdir()
         owner = os.getpid()

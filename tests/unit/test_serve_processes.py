@@ -136,7 +136,8 @@ if __name__ == "__main__":
 def test_a_spawned_child_stopped_by_a_signal_leaks_no_semaphore(tmp_path, fix):
     script = tmp_path / "parent.py"
     script.write_text(SPAWNING_PARENT)
-    result = subprocess.run([sys.executable, str(script), "fix" if fix else "default", str(tmp_path / "ready")],
+    mode = "fix" if fix else "default"
+    result = subprocess.run([sys.executable, str(script), mode, str(tmp_path / "ready")],
                             capture_output=True, text=True, cwd=REPO, timeout=120,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stderr
