@@ -1,7 +1,8 @@
 """A server's private temporary directories, and what a killed server left of them.
 
 The main process makes a few directories of its own (the multiprocess metrics in ``/dev/shm``, the
-stop orders' flag, the model-control directory) and removes them when it exits. ``SIGKILL`` (the
+stop orders' flag, the model-control directory, the published graph versions of ``--state-dir``)
+and removes them when it exits. ``SIGKILL`` (the
 kernel's OOM killer, ``kill -9``) gives it no chance, so each directory holds a file naming the
 process that made it, with that process's start time (a pid alone may be reused); a server that
 makes a directory of the same kind first removes those whose maker is gone.
@@ -51,12 +52,18 @@ def sweep(prefix: str, parent: Path) -> list[Path]:
     return removed
 
 
+def claim(path: Path) -> Path:
+    """Make ``path`` (if missing) and name this process as its maker; returns it."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / OWNER_FILE).write_text(f"{os.getpid()} {start_time(os.getpid())}")
+    return path
+
+
 def private_dir(prefix: str, parent: Path | None = None) -> Path:
     """A new private directory ``parent/prefix*`` (default: the system's temporary directory) that
     names this process as its maker, after removing the ones of the same prefix a killed process
     left (:func:`sweep`). The caller removes it when done."""
     parent = Path(parent or tempfile.gettempdir())
     sweep(prefix, parent)
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    (path / OWNER_FILE).write_text(f"{os.getpid()} {start_time(os.getpid())}")
-    return path
+    return claim(Path(tempfile.mkdtemp(prefix=prefix, dir=parent)))

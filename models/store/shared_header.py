@@ -27,6 +27,7 @@ _KEYS_AT = struct.calcsize("<QQqqqqd")  # offset of keys_version in _FIELDS
 _PATH = struct.Struct("<H")
 _PATH_AT = _FIELDS.size
 MAX_PATH = SIZE - _PATH_AT - _PATH.size
+SHARED_PREFIX = f"relserve-{os.getuid()}-"  # the shared directories in /dev/shm, one per state directory
 
 
 class HeaderBusy(RuntimeError):
@@ -39,7 +40,7 @@ def shared_dir(state_dir: Path) -> Path:
     shm = memory_dir()
     if shm is not None:
         digest = hashlib.sha1(str(Path(state_dir).resolve()).encode()).hexdigest()[:16]
-        return shm / f"relserve-{os.getuid()}-{digest}"
+        return shm / f"{SHARED_PREFIX}{digest}"
     return Path(state_dir) / "graph"
 
 

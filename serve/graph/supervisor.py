@@ -17,10 +17,11 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
-from models.store.shared_header import GraphHeader, HeaderBusy, shared_dir
+from models.store.shared_header import SHARED_PREFIX, GraphHeader, HeaderBusy, shared_dir
 from models.store.shared_publisher import remove_shared
 from serve.graph.owner_keys import RankingTask
 from serve.ingest.config import IngestConfig
+from serve.private_dirs import claim, sweep
 from serve.processes import release_children, signals_held
 
 log = logging.getLogger("relserve.graph")
@@ -58,6 +59,9 @@ class GraphOwnerProcess:
 
     def start(self) -> None:
         remove_shared(self.directory)  # a previous server's versions: no reader of this one holds them
+        if self.directory.name.startswith(SHARED_PREFIX):  # in /dev/shm: those of killed servers go too
+            sweep(SHARED_PREFIX, self.directory.parent)
+        claim(self.directory)  # this (main) process's while it runs, restarted owners and all
         self._spawn()
         self._watcher = threading.Thread(target=self._watch, name="relserve-graph-watch", daemon=True)
         self._watcher.start()

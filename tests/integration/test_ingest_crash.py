@@ -1,13 +1,15 @@
 """Crash test: ``kill -9`` of the whole server during a stream of batches, a torn record left at the end of
 the WAL, then a restart. Every acknowledged batch is in the log exactly once, whole, under the sequence
 its answer gave; the torn record is dropped with a warning; retries of every batch sent (answered or
-not) append nothing twice; and the restarted workers serve the whole log. Then ``kill -9`` of the graph
-owner alone, under load, on the restarted server."""
+not) append nothing twice; the restarted workers serve the whole log; and the killed server's private
+directories are gone. Then ``kill -9`` of the graph owner alone, under load, on the restarted server."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import tempfile
 import threading
 from collections import Counter
 from pathlib import Path
@@ -15,11 +17,13 @@ from pathlib import Path
 import pytest
 import requests
 
+from models.files import memory_dir
 from models.schema import CUSTOMER
 from models.store.log.wal import WriteAheadLog, segment_name
 from models.store.log.wal_records import frame
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import ServerProcess, http_status
+from serve.private_dirs import OWNER_FILE
 from tests.ingest_helpers import WRITE_KEY, node_ids, transaction_rows
 from tests.integration.conftest import SERVER_ARGS
 from tests.integration.waits import wait_for
@@ -36,6 +40,17 @@ def start(artifacts: Path, state: Path, log: Path) -> ServerProcess:
                            str(state), env={"RELSERVE_WRITE_KEY": WRITE_KEY}, log_path=log).start()
     server.wait_ready(timeout=600)
     return server
+
+
+def private_dirs_of(pid: int) -> list[Path]:
+    """The directories :mod:`serve.private_dirs` made for process ``pid`` (in /tmp and /dev/shm)."""
+    found = []
+    for parent in {Path(tempfile.gettempdir()), memory_dir() or Path(tempfile.gettempdir())}:
+        for path in parent.glob("relserve-*"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                if int((path / OWNER_FILE).read_text().split()[0]) == pid:
+                    found.append(path)
+    return sorted(found)
 
 
 def rows_of(snapshot: GraphSnapshot, stream: int, i: int) -> list[dict]:
@@ -74,6 +89,8 @@ def test_kill_9_during_ingestion_keeps_every_acknowledged_row_exactly_once(artif
     for thread in threads:
         thread.start()
     wait_for(lambda: len(acknowledged) >= 30, "30 acknowledged batches", 300)
+    killed, left = server.proc.pid, private_dirs_of(server.proc.pid)
+    assert len(left) >= 3, left  # the metrics, the stop orders' flag, the graph versions (and the models')
     os.killpg(server.proc.pid, signal.SIGKILL)  # every process of the server at once, mid-stream
     stop.set()
     for thread in threads:
@@ -87,6 +104,7 @@ def test_kill_9_during_ingestion_keeps_every_acknowledged_row_exactly_once(artif
     server = start(artifacts, state, tmp_path / "after.log")
     try:
         assert "dropping a torn record" in server.log()
+        assert private_dirs_of(killed) == [], "the killed server's private directories are still there"
         batches = WriteAheadLog(wal).read(0, limit=100_000)
         assert [b.sequence for b in batches] == list(range(1, len(batches) + 1))
         by_key = {b.key: b for b in batches}
