@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,6 +15,7 @@ import torch
 from models.files import memory_dir
 from serve.__main__ import prepare_metrics_dir
 from serve.config import ServeConfig, parse_args
+from serve.private_dirs import OWNER_FILE
 from serve.versions.bundles import ArtifactsError, find_bundles, quality_warnings
 
 
@@ -110,10 +112,11 @@ def test_cuda_graphs_without_cuda_is_one_line_and_exit_2(tmp_path):
 def test_metrics_dir_is_created_or_emptied(tmp_path, monkeypatch):
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")  # restored (or removed) after the test
     created, owned = prepare_metrics_dir()
-    assert owned and created.is_dir() and not any(created.iterdir())
+    # Nothing but the file naming its maker (serve.private_dirs: a killed server's is removed).
+    assert owned and created.is_dir() and [p.name for p in created.iterdir()] == [OWNER_FILE]
     # In memory where the machine has it: every answer writes to these files.
     assert created.parent == (memory_dir() or Path(tempfile.gettempdir()))
-    created.rmdir()
+    shutil.rmtree(created)
     given = tmp_path / "prom"
     given.mkdir()
     (given / "counter_123.db").write_bytes(b"stale")
