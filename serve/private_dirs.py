@@ -2,10 +2,10 @@
 
 The main process makes a few directories of its own (the multiprocess metrics in ``/dev/shm``, the
 stop orders' flag, the model-control directory, the published graph versions of ``--state-dir``)
-and removes them when it exits. ``SIGKILL`` (the
-kernel's OOM killer, ``kill -9``) gives it no chance, so each directory holds a file naming the
-process that made it, with that process's start time (a pid alone may be reused); a server that
-makes a directory of the same kind first removes those whose maker is gone.
+and removes them when it exits. ``SIGKILL`` (the kernel's OOM killer, ``kill -9``) gives it no
+chance, so each directory holds a file naming the process that made it, with that process's start
+time (a pid alone may be reused); a server that makes a directory of the same kind first removes
+those whose maker is gone.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def start_time(pid: int) -> int | None:
             fields = f.read().rsplit(b")", 1)[-1].split()
     except OSError:
         return None
-    if not fields or fields[0] == b"Z":
+    if len(fields) < 20 or fields[0] == b"Z":
         return None
     return int(fields[19])
 
