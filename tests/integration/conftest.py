@@ -17,6 +17,7 @@ import requests
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import ServerProcess
 from tests.built_once import built_once
+from tests.integration.waits import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_BATCH = 8  # a short bucket ladder: the server compiles every bucket of every task at start-up
@@ -44,11 +45,16 @@ def snapshot(artifacts: Path) -> GraphSnapshot:
 
 @pytest.fixture(scope="session")
 def server(artifacts: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """One server for all tasks, ready (every bucket compiled and warmed), stopped at the end."""
+    """One server for all tasks, ready (every bucket compiled and warmed), stopped at the end with
+    SIGTERM: it exits 0, its processes go, and the resource tracker (the last to go) finds nothing
+    leaked (a compiled worker's progress-bar lock was a named semaphore: serve.processes)."""
     log_path = tmp_path_factory.mktemp("server") / "serve.log"
     with ServerProcess(artifacts, *SERVER_ARGS, log_path=log_path) as process:
         process.wait_ready(timeout=900)
         yield process
+        assert process.terminate() == 0
+        wait_for(lambda: process.group_pids() == [], "the server's processes gone", 60)
+        assert "leaked" not in process.log(), process.log()[-3000:]
 
 
 @pytest.fixture(scope="session")
