@@ -32,13 +32,20 @@ def start_time(pid: int) -> int | None:
     return int(fields[19])
 
 
+def maker(path: Path) -> tuple[int, int] | None:
+    """``(pid, start time)`` of the process that made directory ``path`` (``None``: not named, as in
+    an older server's directory or one being made right now)."""
+    try:
+        pid, started = (int(part) for part in (Path(path) / OWNER_FILE).read_text().split())
+    except (OSError, ValueError):
+        return None
+    return pid, started
+
+
 def _owner_gone(path: Path) -> bool:
     """Whether ``path`` names its maker and that process is gone (unknown: not gone)."""
-    try:
-        pid, started = (int(part) for part in (path / OWNER_FILE).read_text().split())
-    except (OSError, ValueError):
-        return False  # an older server's, or one being made right now
-    return start_time(pid) != started
+    made_by = maker(path)
+    return made_by is not None and start_time(made_by[0]) != made_by[1]
 
 
 def sweep(prefix: str, parent: Path) -> list[Path]:

@@ -160,12 +160,13 @@ def set_thread_niceness(nice: int) -> bool:
 
 
 def keep_progress_bars_in_process() -> None:
-    """In a spawned child (an inference worker, the graph owner), before anything draws a progress
-    bar: give tqdm a thread lock. Its default lock is a multiprocessing one, which a spawned process
-    makes as a named semaphore for the resource tracker to unlink; a child stopped by a signal never
-    unlinks it, so every stop of a server that compiled (Inductor waits on its kernels under a tqdm
-    bar) ended with "resource_tracker: There appear to be N leaked semaphore objects". A child's bars
-    share no terminal line with another process's, so a thread lock is all they need."""
+    """In a spawned child (an inference worker, the graph owner, the background process), before
+    anything draws a progress bar: give tqdm a thread lock. Its default lock is a multiprocessing
+    one, which a spawned process makes as a named semaphore for the resource tracker to unlink; a
+    child stopped by a signal never unlinks it, so every stop of a server that compiled (Inductor
+    waits on its kernels under a tqdm bar) ended with "resource_tracker: There appear to be N
+    leaked semaphore objects". A child's bars share no terminal line with another process's, so a
+    thread lock is all they need."""
     from tqdm import tqdm
 
     tqdm.set_lock(threading.RLock())

@@ -21,7 +21,7 @@ from serve.ingest.config import IngestConfig
 from serve.ingest.file_drop import FileDrop
 from serve.ingest.metrics import IngestMetrics
 from serve.ingest.service import open_ingestor
-from serve.processes import BACKGROUND_NAME, defer_to_main, name_process
+from serve.processes import BACKGROUND_NAME, defer_to_main, keep_progress_bars_in_process, name_process
 
 log = logging.getLogger("relserve.ingest")
 
@@ -36,6 +36,7 @@ def serve_background(config: IngestConfig, artifacts: str, parent_pid: int) -> N
     """Run the file drop and compaction until the server's main process is gone."""
     defer_to_main()  # SIGINT/SIGTERM to the whole group: the main process says when to stop
     name_process(BACKGROUND_NAME)
+    keep_progress_bars_in_process()
     logging.basicConfig(level=logging.INFO, format="relserve background: %(levelname)s: %(message)s")
     metrics = IngestMetrics()
     snapshot_dir = Path(artifacts) / "snapshot"

@@ -6,7 +6,6 @@ directories are gone. Then ``kill -9`` of the graph owner alone, under load, on 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import tempfile
@@ -23,7 +22,7 @@ from models.store.log.wal import WriteAheadLog, segment_name
 from models.store.log.wal_records import frame
 from models.store.snapshot import GraphSnapshot
 from serve.bench.process import ServerProcess, http_status
-from serve.private_dirs import OWNER_FILE
+from serve.private_dirs import maker
 from tests.ingest_helpers import WRITE_KEY, node_ids, transaction_rows
 from tests.integration.conftest import SERVER_ARGS
 from tests.integration.waits import wait_for
@@ -44,13 +43,9 @@ def start(artifacts: Path, state: Path, log: Path) -> ServerProcess:
 
 def private_dirs_of(pid: int) -> list[Path]:
     """The directories :mod:`serve.private_dirs` made for process ``pid`` (in /tmp and /dev/shm)."""
-    found = []
-    for parent in {Path(tempfile.gettempdir()), memory_dir() or Path(tempfile.gettempdir())}:
-        for path in parent.glob("relserve-*"):
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                if int((path / OWNER_FILE).read_text().split()[0]) == pid:
-                    found.append(path)
-    return sorted(found)
+    parents = {Path(tempfile.gettempdir()), memory_dir() or Path(tempfile.gettempdir())}
+    return sorted(path for parent in parents for path in parent.glob("relserve-*")
+                  if (made_by := maker(path)) is not None and made_by[0] == pid)
 
 
 def rows_of(snapshot: GraphSnapshot, stream: int, i: int) -> list[dict]:
