@@ -32,6 +32,7 @@ from models.feature_definitions import NUM_TEMPORAL
 from models.graph.temporal_features import finish_features, raw_features
 from models.schema import NODE_TYPES
 from models.store.keyed import prefix_sums
+from models.store.live_view import TemporalRows
 from models.store.snapshot_prefix import OTHER
 
 
@@ -90,6 +91,7 @@ class TemporalCache:
         self._for: tuple[Any, int] | None = None
         self._kept: dict[str, _Kept] = {}
         self.computed = 0  # rows computed (not read from the cache), for tests and benchmarks
+        self.copied = 0  # rows copied from the rows a live graph's version carries
         self.restarts = 0  # times the bound emptied the cache
 
     def features(self, graph, node_type: str, ids: Tensor, seed_time: int) -> Tensor:
@@ -123,11 +125,12 @@ class TemporalCache:
     def refresh(self, graph, seed_time: int) -> int:
         """Compute again, in one call per node type, every kept node whose edges moved in ``graph``
         (a new version of a live graph): what the next calls would otherwise find stale one call at a
-        time, each paying the fixed cost of a computation. Returns the nodes computed."""
+        time, each paying the fixed cost of a computation (or copy them from the rows the version
+        carries). Returns the nodes made current."""
         with self._lock:
             if self._for != (getattr(graph, "base", graph), int(seed_time)):
                 return 0
-            before = self.computed
+            before = self.computed + self.copied
             for node_type, kept in self._kept.items():
                 ids = (kept.slot >= 0).nonzero().squeeze(1)
                 if not ids.numel():
@@ -137,14 +140,19 @@ class TemporalCache:
                 moved = kept.degree.index_select(0, slot) != degree
                 if bool(moved.any()):
                     self._update(graph, node_type, kept, ids[moved], degree[moved], slot[moved], seed_time)
-            return self.computed - before
+            return self.computed + self.copied - before
 
     def _features(self, graph, node_type: str, ids: Tensor, seed_time: int) -> Tensor:
+        kept = self._kept_current(graph, node_type, ids.long(), seed_time)
+        return finish_features(kept.raw.index_select(0, kept.slot.index_select(0, ids.long())),
+                               prefix_sums(graph, node_type)[1])
+
+    def _kept_current(self, graph, node_type: str, ids: Tensor, seed_time: int) -> _Kept:
+        """The kept rows of ``node_type``, holding every one of ``ids`` (int64) current."""
         base = getattr(graph, "base", graph)
         if self._for != (base, int(seed_time)):
             self._for, self._kept = (base, int(seed_time)), {}
         kept = self._kept.setdefault(node_type, _Kept())
-        ids = ids.long()
         largest = int(ids.max()) if ids.numel() else -1
         if largest >= kept.slot.numel():
             grown = torch.full((max(largest + 1, graph.num_nodes[node_type]),), -1, dtype=torch.long)
@@ -161,11 +169,10 @@ class TemporalCache:
             missing_slot = kept.slot.index_select(0, missing)
             if self._over_bound(node_type, int((missing_slot < 0).sum())):
                 self._kept, self.restarts = {}, self.restarts + 1
-                return self._features(graph, node_type, ids, seed_time)
+                return self._kept_current(graph, node_type, ids, seed_time)
             self._update(graph, node_type, kept, missing, _degree(graph, node_type, missing), missing_slot,
                          seed_time)
-            slot = kept.slot.index_select(0, ids)
-        return finish_features(kept.raw.index_select(0, slot), prefix_sums(graph, node_type)[1])
+        return kept
 
     def _over_bound(self, node_type: str, new_rows: int) -> bool:
         """Whether keeping ``new_rows`` more rows of ``node_type`` passes ``max_bytes`` (the rows
@@ -179,10 +186,58 @@ class TemporalCache:
 
     def _update(self, graph, node_type: str, kept: _Kept, ids: Tensor, degree: Tensor, slot: Tensor,
                 seed_time: int) -> None:
-        raw = raw_features(graph, node_type, ids, torch.full_like(ids, int(seed_time)))
-        self.computed += ids.numel()
+        raw = self._owner_rows(graph, node_type, ids, degree, int(seed_time))
         old = slot >= 0
         kept.raw[slot[old]] = raw[old]
         kept.degree[slot[old]] = degree[old]
         new = ~old
         kept.slot[ids[new]] = kept.append(raw[new], degree[new])
+
+    def _owner_rows(self, graph, node_type: str, ids: Tensor, degree: Tensor, seed_time: int) -> Tensor:
+        """``(N, NUM_TEMPORAL)`` raw aggregates of ``ids``: copied from the rows the version carries
+        (:attr:`models.store.live_view.LiveView.temporal_rows`) where it has them at this degree,
+        computed for the rest."""
+        rows = getattr(graph, "temporal_rows", None)
+        if rows is None or rows.seed_time != seed_time:
+            self.computed += ids.numel()
+            return raw_features(graph, node_type, ids, torch.full_like(ids, seed_time))
+        at = rows.find(node_type, ids.numpy())
+        found = at >= 0
+        found[found] = rows.degree[node_type][at[found]] == degree.numpy()[found]
+        raw = torch.empty(ids.numel(), NUM_TEMPORAL, dtype=torch.float64)
+        if found.any():
+            raw[torch.from_numpy(found)] = torch.from_numpy(rows.raw[node_type][at[found]])
+            self.copied += int(found.sum())
+        missing = torch.from_numpy(~found)
+        if bool(missing.any()):
+            rest = ids[missing]
+            raw[missing] = raw_features(graph, node_type, rest, torch.full_like(rest, seed_time))
+            self.computed += rest.numel()
+        return raw
+
+    def rows_to_publish(self, graph, seed_time: int, since: Any = None) -> TemporalRows:
+        """The raw aggregates at ``seed_time`` of every node ``graph`` (a live graph's version) added
+        edges to since the version ``since`` (``None``, or another base: since its base), for its
+        readers (kept rows where current, computed where not): what the one process that applies
+        the log publishes with each version. A reader that skipped a version computes the few
+        nodes it then misses."""
+        ids, raw, degree = {}, {}, {}
+        base = getattr(graph, "base", graph)
+        since = since if getattr(since, "base", None) is base else None
+        # As every other call fills the cache (the answers, the article keys): its tensors are
+        # inference tensors, updated in place only in inference mode.
+        with self._lock, torch.inference_mode():
+            for node_type in NODE_TYPES:
+                delta = getattr(graph.adjacency[(node_type, OTHER[node_type])], "delta", None)
+                nodes = delta.nodes.long() if delta is not None else torch.empty(0, dtype=torch.long)
+                if since is not None and nodes.numel():
+                    old = nodes < since.num_nodes[node_type]
+                    moved, known = ~old, nodes[old]
+                    moved[old] = _degree(since, node_type, known) != _degree(graph, node_type, known)
+                    nodes = nodes[moved]
+                kept = self._kept_current(graph, node_type, nodes, seed_time)
+                slot = kept.slot.index_select(0, nodes)
+                ids[node_type] = nodes.numpy()
+                raw[node_type] = kept.raw.index_select(0, slot).numpy()
+                degree[node_type] = kept.degree.index_select(0, slot).numpy()
+        return TemporalRows(int(seed_time), ids, raw, degree)

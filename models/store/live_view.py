@@ -23,6 +23,34 @@ from models.store.snapshot_prefix import OTHER, SnapshotPrefix
 
 
 @dataclass(frozen=True, eq=False)
+class TemporalRows:
+    """The raw temporal aggregates (:func:`models.graph.temporal_features.raw_features`) of every
+    node a live graph's version added edges to, at its seed day: computed once per version by the
+    one process that applies the log and read by every worker, whose kept rows of those nodes are
+    stale after each version.
+
+    Args:
+        seed_time: the seed day of the rows (the version's ``end_time``).
+        ids: per node type, ``(N,)`` int64 sorted dense indices.
+        raw: per node type, ``(N, F)`` float64 rows of ``ids``.
+        degree: per node type, ``(N,)`` int64 edge counts of ``ids`` in the version.
+    """
+
+    seed_time: int
+    ids: dict[str, np.ndarray]
+    raw: dict[str, np.ndarray]
+    degree: dict[str, np.ndarray]
+
+    def find(self, node_type: str, ids: np.ndarray) -> np.ndarray:
+        """``(K,)`` int64 the rows of ``ids``, ``-1`` where none was computed."""
+        held = self.ids.get(node_type)
+        if held is None or not len(held):
+            return np.full(len(ids), -1, dtype=np.int64)
+        at = np.searchsorted(held, ids).clip(max=len(held) - 1)
+        return np.where(held[at] == ids, at, -1)
+
+
+@dataclass(frozen=True, eq=False)
 class LiveView:
     """The live graph at one log sequence and seed day (see the module docstring).
 
@@ -37,6 +65,8 @@ class LiveView:
         end_time: the seed day every answer is for (the live graph's ``now_day``).
         num_transactions: edges of base + delta.
         nodes: per node type, the nodes added since the base (for :meth:`lookup`).
+        temporal_rows: what the graph owner computed of this version's temporal aggregates, for
+            its readers to copy instead of computing (``None``: nothing).
     """
 
     base: GraphSnapshot
@@ -51,6 +81,7 @@ class LiveView:
     end_time: int
     num_transactions: int
     nodes: dict[str, NewNodes]
+    temporal_rows: TemporalRows | None = None
 
     @property
     def temporal(self) -> bool:

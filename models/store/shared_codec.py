@@ -149,7 +149,8 @@ def _state(view: LiveView) -> dict[str, Any]:
             "numeric": view.numeric, "adjacency": view.adjacency, "prefix": view.prefix,
             "min_day": view.min_day, "max_day": view.max_day, "end_time": view.end_time,
             "num_transactions": view.num_transactions,
-            "new_ids": {t: tuple(n.ids) for t, n in view.nodes.items()}}
+            "new_ids": {t: tuple(n.ids) for t, n in view.nodes.items()},
+            "temporal_rows": view.temporal_rows}
 
 
 # Per base and direction, the cache a LiveCSR keeps across versions (the base's kept edges).
@@ -167,7 +168,7 @@ def _view(base: GraphSnapshot, state: dict[str, Any]) -> LiveView:
         nodes[t] = NewNodes(base.ids[t], ids, {raw: first + i for i, raw in enumerate(ids)})
     return LiveView(base, state["sequence"], state["ids"], state["categorical"], state["numeric"],
                     state["adjacency"], state["prefix"], state["min_day"], state["max_day"],
-                    state["end_time"], state["num_transactions"], nodes)
+                    state["end_time"], state["num_transactions"], nodes, state["temporal_rows"])
 
 
 def write_version(view: LiveView, path: Path) -> int:

@@ -13,6 +13,7 @@ replays the log over the current snapshot version and publishes on from the last
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -21,7 +22,9 @@ from pathlib import Path
 
 import torch
 
+from models.graph.temporal_cache import TemporalCache
 from models.store.live import LiveGraph, wall_clock
+from models.store.live_view import LiveView
 from models.store.log.format import LogError
 from models.store.log.replay import replay
 from models.store.shared_header import shared_dir
@@ -71,13 +74,18 @@ class GraphOwner:
         self.clock = wall_clock if config.clock == "wall" else None  # the workers' (the keys' seed day)
         base, self.lease = open_current(self.artifacts, config.state_dir)
         self.graph = LiveGraph(base, clock=self.clock)
-        self.keys = KeyMaker(list(ranking or []), self.publisher, config.key_share, config.poll_s)
+        # Every version's moved nodes' temporal aggregates, computed here once for all the workers
+        # (published with it) and for the article keys.
+        self.temporal = TemporalCache()
+        self.published: LiveView | None = None  # the last version published
+        self.keys = KeyMaker(list(ranking or []), self.publisher, config.key_share, config.poll_s,
+                             self.temporal)
         self.pacer = Pacer(config.follow_share, config.poll_s, config.lag_target_s)
 
     def catch_up(self) -> None:
         """Apply everything the log holds now and publish it (a starting worker waits for this)."""
         replay(self.log, self.graph, who="graph owner")
-        self.publisher.publish(self.graph.view())
+        self._publish()
         self.keys.refresh(self.graph)
         log.info("serving log sequence %d over snapshot %s", self.graph.sequence,
                  self.graph.base.directory.name)
@@ -88,7 +96,7 @@ class GraphOwner:
         batches = replay(self.log, self.graph, reads=1, who="graph owner").batches
         switched = self._follow_version()
         if batches or switched:
-            self.publisher.publish(self.graph.view())
+            self._publish()
             now = time.time()
             self.metrics.applied(len(batches), [now - b.received_at for b in batches])
         return self.keys.refresh(self.graph) or bool(batches)
@@ -114,6 +122,13 @@ class GraphOwner:
             else:
                 idle = min(IDLE_WAIT_S, self.keys.due_in()) if self.log.wakes_on_append else 0.0
                 self.log.wait(max(pause, idle))
+
+    def _publish(self) -> None:
+        """Publish the current version with the temporal aggregates of the nodes it added edges to."""
+        view = self.graph.view()
+        rows = self.temporal.rows_to_publish(view, view.end_time, since=self.published)
+        self.publisher.publish(dataclasses.replace(view, temporal_rows=rows))
+        self.published = view
 
     def _follow_version(self) -> bool:
         """Switch to the state directory's current snapshot version if it moved; whether it did."""

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from models.graph.temporal_cache import TemporalCache
 from models.runtime.inference import TaskInference
 from models.runtime.key_compile import KeyCompiler
 from models.store.live import LiveGraph
@@ -69,18 +70,21 @@ class KeyMaker:
         publisher: the owner's publisher (the keys go into its directory and header).
         key_share: largest share of the owner's time refreshes take.
         poll_s: the owner's poll interval (the pacer's floor).
+        temporal: the owner's temporal aggregates, which every key model reads (``None``: a cache of
+            the key maker's own).
     """
 
     def __init__(self, tasks: list[RankingTask], publisher: Publisher, key_share: float,
-                 poll_s: float) -> None:
+                 poll_s: float, temporal: TemporalCache | None = None) -> None:
         self.tasks = tasks
+        self.temporal = TemporalCache() if temporal is None else temporal
         self.publisher = publisher
         self.pacer = Pacer(key_share, poll_s)
         self.metrics = {t.task: FollowerMetrics(t.task) for t in tasks}
         self.models: dict[str, tuple[int, TaskInference]] = {}  # per task: model version, model
         self.compilers: dict[str, KeyCompiler] = {}  # per task, the compile of its model's key forward
         self._counted: dict[str, KeyCompiler] = {}  # per task, the last compile whose end was counted
-        self.load = lambda bundle, graph: TaskInference.from_bundle(bundle, graph, compile="none")
+        self.load = self._load
         self._due = 0.0
         self._covered: tuple[Any, ...] | None = None
         self._stale_since: float | None = None
@@ -129,6 +133,11 @@ class KeyMaker:
         dump({"task": task, "model_version": version, "bundle": str(Path(inference.bundle_dir).resolve()),
               "keys": keys, "popularity": popularity, "sequence": view.sequence, "seed_day": view.end_time,
               "base_dir": str(Path(view.base.directory).resolve())}, path)
+
+    def _load(self, bundle: Path, graph: LiveGraph) -> TaskInference:
+        inference = TaskInference.from_bundle(bundle, graph, compile="none")
+        inference.key_temporal = self.temporal  # one model's or another's: the same aggregates
+        return inference
 
     def compiling(self) -> bool:
         """Whether a key forward is being compiled now (a thread inside the compiler)."""

@@ -3,6 +3,7 @@ and only the nodes whose edges moved are computed again."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from models.graph.temporal_features import temporal_features
 from models.schema import ARTICLE, CUSTOMER, NODE_TYPES
 from models.store.live import LiveGraph
 from models.store.records import IngestBatch
+from models.store.shared_codec import read_version, write_version
 from models.store.snapshot import GraphSnapshot
 from models.store.tables import RelTables
 from training.synth.tables import tables_from_purchases
@@ -137,3 +139,47 @@ def test_refresh_computes_every_moved_node_at_once(base: tuple[GraphSnapshot, Re
     assert cache.computed == computed  # nothing left stale for the calls
     assert cache.refresh(live.view(), seed_time) == 0
     assert cache.refresh(live.view(), seed_time + 1) == 0  # kept for another seed time: not touched
+
+
+@pytest.mark.parametrize("read", ["merged", "overlay"])
+def test_readers_copy_the_rows_the_owner_publishes_and_compute_what_they_skipped(
+        base: tuple[GraphSnapshot, RelTables], read: str, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    if read == "overlay":
+        monkeypatch.setattr(live_csr, "MERGED_MAX_EDGES", -1)
+    snapshot, tables = base
+    live, owner, seed_time = LiveGraph(snapshot), TemporalCache(), CUT + 2
+    reader, computing = TemporalCache(), TemporalCache()
+
+    def published(since, name: str):
+        view = live.view()
+        rows = owner.rows_to_publish(view, seed_time, since=since)
+        write_version(dataclasses.replace(view, temporal_rows=rows), tmp_path / name)
+        return view, read_version(tmp_path / name, snapshot)
+
+    first, mapped = published(None, "v1")
+    with torch.inference_mode():  # as the owner's key refresh fills it: inference tensors
+        _equal_everywhere(owner, first, seed_time)
+    _equal_everywhere(reader, mapped, seed_time)
+    _equal_everywhere(computing, first, seed_time)
+    live.apply(_batch(1, tables, [(3, 5, CUT + 1), (3, 6, CUT + 1), (11, 5, CUT)]))
+    second, mapped = published(first, "v2")
+    moved = {t: r.tolist() for t, r in mapped.temporal_rows.ids.items()}
+    assert moved == {CUSTOMER: [3, 11], ARTICLE: [5, 6]}
+    computed = reader.computed
+    assert reader.refresh(mapped, seed_time) == 4 and reader.copied == 4 and reader.computed == computed
+    _equal_everywhere(reader, mapped, seed_time)  # bit for bit what computing gives
+    assert reader.computed == computed
+    live.apply(_batch(2, tables, [(20, 7, CUT)]))
+    third, _ = published(second, "v3")  # not read: the reader skips it
+    live.apply(_batch(3, tables, [(21, 7, CUT + 1)]))
+    _, mapped = published(third, "v4")
+    assert mapped.temporal_rows.ids[CUSTOMER].tolist() == [21]  # only what moved since the last one
+    assert reader.refresh(mapped, seed_time) == 3  # customers 20 and 21, article 7
+    assert (reader.copied, reader.computed) == (4 + 2, computed + 1)  # customer 20 computed
+    _equal_everywhere(reader, mapped, seed_time)
+    later = dataclasses.replace(mapped, temporal_rows=dataclasses.replace(mapped.temporal_rows,
+                                                                          seed_time=seed_time + 1))
+    other = TemporalCache()
+    _equal_everywhere(other, later, seed_time)  # rows of another seed day are not read
+    assert other.copied == 0
