@@ -73,6 +73,9 @@ def _degree(graph, node_type: str, ids: Tensor) -> Tensor:
 
 
 ROW_BYTES = (NUM_TEMPORAL + 1) * 8  # a kept row: its raw aggregates and degree (float64, int64)
+# Most rows a graph version carries for its readers (~9 MB, beside the version's own arrays in
+# /dev/shm): a step past it (a large file drop) leaves them to each reader, as a skipped version does.
+PUBLISHED_MAX_ROWS = 50_000
 
 
 class TemporalCache:
@@ -198,7 +201,7 @@ class TemporalCache:
         (:attr:`models.store.live_view.LiveView.temporal_rows`) where it has them at this degree,
         computed for the rest."""
         rows = getattr(graph, "temporal_rows", None)
-        if rows is None or rows.seed_time != seed_time:
+        if rows is None or rows.seed_time != seed_time or node_type not in rows.ids:
             self.computed += ids.numel()
             return raw_features(graph, node_type, ids, torch.full_like(ids, seed_time))
         at = rows.find(node_type, ids.numpy())
@@ -217,24 +220,31 @@ class TemporalCache:
 
     def rows_to_publish(self, graph, seed_time: int, since: Any = None) -> TemporalRows:
         """The raw aggregates at ``seed_time`` of every node ``graph`` (a live graph's version) added
-        edges to since the version ``since`` (``None``, or another base: since its base), for its
-        readers (kept rows where current, computed where not): what the one process that applies
-        the log publishes with each version. A reader that skipped a version computes the few
-        nodes it then misses."""
+        edges to since the version ``since``, for its readers (kept rows where current, computed
+        where not): what the one process that applies the log publishes with each version. None
+        without an earlier version on the same base (a start or a compaction: readers then fill
+        their caches themselves) or past :data:`PUBLISHED_MAX_ROWS` nodes (a large file drop). A
+        reader that skipped a version computes the nodes it then misses."""
+        empty = TemporalRows(int(seed_time), {}, {}, {})
+        if getattr(since, "base", None) is not getattr(graph, "base", graph):
+            return empty
+        moved = {}
+        for node_type in NODE_TYPES:
+            delta = getattr(graph.adjacency[(node_type, OTHER[node_type])], "delta", None)
+            if delta is None:
+                continue
+            nodes = delta.nodes.long()
+            old = nodes < since.num_nodes[node_type]
+            changed, known = ~old, nodes[old]
+            changed[old] = _degree(since, node_type, known) != _degree(graph, node_type, known)
+            moved[node_type] = nodes[changed]
+        if sum(n.numel() for n in moved.values()) > PUBLISHED_MAX_ROWS:
+            return empty
         ids, raw, degree = {}, {}, {}
-        base = getattr(graph, "base", graph)
-        since = since if getattr(since, "base", None) is base else None
         # As every other call fills the cache (the answers, the article keys): its tensors are
         # inference tensors, updated in place only in inference mode.
         with self._lock, torch.inference_mode():
-            for node_type in NODE_TYPES:
-                delta = getattr(graph.adjacency[(node_type, OTHER[node_type])], "delta", None)
-                nodes = delta.nodes.long() if delta is not None else torch.empty(0, dtype=torch.long)
-                if since is not None and nodes.numel():
-                    old = nodes < since.num_nodes[node_type]
-                    moved, known = ~old, nodes[old]
-                    moved[old] = _degree(since, node_type, known) != _degree(graph, node_type, known)
-                    nodes = nodes[moved]
+            for node_type, nodes in moved.items():
                 kept = self._kept_current(graph, node_type, nodes, seed_time)
                 slot = kept.slot.index_select(0, nodes)
                 ids[node_type] = nodes.numpy()

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+import models.graph.temporal_cache as temporal_cache
 import models.store.live_csr as live_csr
 from models.feature_definitions import NUM_TEMPORAL
 from models.graph.temporal_cache import ROW_BYTES, TemporalCache
@@ -173,11 +174,15 @@ def test_readers_copy_the_rows_the_owner_publishes_and_compute_what_they_skipped
     live.apply(_batch(2, tables, [(20, 7, CUT)]))
     third, _ = published(second, "v3")  # not read: the reader skips it
     live.apply(_batch(3, tables, [(21, 7, CUT + 1)]))
-    _, mapped = published(third, "v4")
+    fourth, mapped = published(third, "v4")
     assert mapped.temporal_rows.ids[CUSTOMER].tolist() == [21]  # only what moved since the last one
     assert reader.refresh(mapped, seed_time) == 3  # customers 20 and 21, article 7
     assert (reader.copied, reader.computed) == (4 + 2, computed + 1)  # customer 20 computed
     _equal_everywhere(reader, mapped, seed_time)
+    assert not owner.rows_to_publish(fourth, seed_time).ids  # no earlier version: readers fill their own
+    monkeypatch.setattr(temporal_cache, "PUBLISHED_MAX_ROWS", 2)
+    live.apply(_batch(4, tables, [(22, 9, CUT + 1), (23, 9, CUT + 1)]))  # three nodes moved: past 2
+    assert not owner.rows_to_publish(live.view(), seed_time, since=fourth).ids
     later = dataclasses.replace(mapped, temporal_rows=dataclasses.replace(mapped.temporal_rows,
                                                                           seed_time=seed_time + 1))
     other = TemporalCache()
