@@ -168,7 +168,7 @@ def _view(base: GraphSnapshot, state: dict[str, Any]) -> LiveView:
         nodes[t] = NewNodes(base.ids[t], ids, {raw: first + i for i, raw in enumerate(ids)})
     return LiveView(base, state["sequence"], state["ids"], state["categorical"], state["numeric"],
                     state["adjacency"], state["prefix"], state["min_day"], state["max_day"],
-                    state["end_time"], state["num_transactions"], nodes, state["temporal_rows"])
+                    state["end_time"], state["num_transactions"], nodes, state.get("temporal_rows"))
 
 
 def write_version(view: LiveView, path: Path) -> int:
