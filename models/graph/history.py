@@ -58,8 +58,9 @@ def segments(length: Tensor) -> tuple[Tensor, Tensor]:
 def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, article_codes: Tensor,
                      customer: Tensor, time: Tensor, slots: int = HISTORY_SLOTS,
                      popularity: Tensor | None = None, spend: Tensor | None = None,
-                     mean_price: float = 1.0) -> PurchaseHistory:
-    """The ``slots`` most recent distinct articles each customer bought before its seed time.
+                     mean_price: float = 1.0, candidates: Tensor | None = None) -> PurchaseHistory:
+    """The ``slots`` most recent distinct articles each customer bought before its seed time, then
+    any ``candidates`` it did not buy.
 
     Reads each customer's last :data:`HISTORY_EDGES` purchases before ``time``. Per (customer,
     article) pair the features are ``log1p`` of: times bought, days since last and since first
@@ -87,6 +88,11 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
             :class:`models.store.snapshot_prefix.EdgePrefix` ``spend``), or ``None``: every line
             is worth ``mean_price``.
         mean_price: the unit of the values.
+        candidates: ``(B, P)`` int64 more articles per row (:func:`popular_now`), in ``P`` slots
+            after the ``slots``: scored like the history, so the repeat score weighs what sells now
+            against what the customer bought before. A candidate's pair columns are 0, except its rank
+            (``1 + j / P``), the customer's columns and the article's popularity; a slot whose
+            article is in the history is empty.
     """
     num = customer.numel()
     start, end = customer_csr.row_bounds_before(customer, time)
@@ -130,8 +136,9 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     r = pair_row.index_select(0, keep)
     t = time.index_select(0, r)
     n_events, n_distinct = length.index_select(0, r), per_row.index_select(0, r)
-    recent = torch.where(length > 0, time - customer_csr.day.index_select(0, (end - 1).clamp(min=0)).long(),
-                         torch.zeros_like(time)).index_select(0, r)
+    last_day = customer_csr.day.index_select(0, (end - 1).clamp(min=0)).long()
+    recent_row = torch.where(length > 0, time - last_day, torch.zeros_like(time))
+    recent = recent_row.index_select(0, r)
     c = count.index_select(0, keep)
     since_last, since_first = t - last.index_select(0, keep), t - first.index_select(0, keep)
     # A reorder rhythm: the mean days between the pair's purchases, and how many of those gaps have
@@ -157,19 +164,61 @@ def customer_history(customer_csr: TemporalCSR, article_csr: TemporalCSR, articl
     out_features = torch.zeros(num * slots, features.shape[1]).index_copy_(0, flat, features)
     out_value = torch.zeros(num * slots, NUM_PAIR_VALUE).index_copy_(0, flat, value)
     codes = article_codes if hasattr(article_codes, "index_select") else torch.as_tensor(article_codes)
-    codes = codes.index_select(0, out_article) * out_mask.unsqueeze(-1)
-    return PurchaseHistory(out_article.view(num, slots), out_mask.view(num, slots),
-                           out_features.view(num, slots, -1), codes.view(num, slots, -1),
-                           out_value.view(num, slots, -1))
+    slot_codes = codes.index_select(0, out_article) * out_mask.unsqueeze(-1)
+    history = PurchaseHistory(out_article.view(num, slots), out_mask.view(num, slots),
+                              out_features.view(num, slots, -1), slot_codes.view(num, slots, -1),
+                              out_value.view(num, slots, -1))
+    if candidates is None:
+        return history
+    customer_columns = [_log(length), _log(per_row), _log(recent_row), *(_log(a) for a in customer_windows)]
+    return _with_candidates(history, candidates, torch.stack(customer_columns, dim=-1), article_csr, codes,
+                            time, popularity)
+
+
+def _with_candidates(history: PurchaseHistory, candidates: Tensor, customer_columns: Tensor,
+                     article_csr: TemporalCSR, codes: Tensor, time: Tensor,
+                     popularity: Tensor | None) -> PurchaseHistory:
+    """``history`` with ``candidates`` ``(B, P)`` in ``P`` more slots (see :func:`customer_history`);
+    ``customer_columns``: ``(B, 3 + len(PAIR_WINDOWS))`` the rows' customer columns."""
+    num, extra = candidates.shape
+    windows = len(PAIR_WINDOWS)
+    mask = ~((candidates.unsqueeze(-1) == history.article.unsqueeze(1)) & history.mask.unsqueeze(1)).any(-1)
+    flat = candidates.reshape(-1)
+    pop = (article_popularity(article_csr, flat, time.repeat_interleave(extra)) if popularity is None
+           else popularity.index_select(0, flat)).view(num, extra, -1)
+    rank = 1.0 + torch.arange(extra, dtype=torch.float32) / extra
+    customer = customer_columns.unsqueeze(1).expand(-1, extra, -1)
+    # the column order of customer_history: 5 pair columns, 2 x windows, rank, share, 3 customer
+    # columns, most recent, the customer's windows, popularity
+    zeros = torch.zeros(num, extra, 5 + 2 * windows)
+    features = torch.cat([zeros, rank.view(1, -1, 1).expand(num, -1, 1), zeros[..., :1], customer[..., :3],
+                          zeros[..., :1], customer[..., 3:], pop], dim=-1) * mask.unsqueeze(-1)
+    article = candidates * mask
+    slot_codes = codes.index_select(0, article.reshape(-1)).view(num, extra, -1) * mask.unsqueeze(-1)
+    value = torch.zeros(num, extra, history.value.shape[-1])
+    return PurchaseHistory(*(torch.cat(pair, 1) for pair in zip(
+        history, (article, mask, features, slot_codes, value), strict=True)))
+
+
+def popular_now(article_csr: TemporalCSR, times: Tensor, count: int) -> Tensor:
+    """``(T, count)`` the ``count`` articles sold most often in the 7 days before each of ``times``
+    ``(T,)`` (ties: the lower index first), the candidates of :func:`customer_history`."""
+    num_articles = article_csr.num_rows
+    count = min(count, num_articles)
+    every = torch.arange(num_articles).repeat(len(times))
+    at = times.long().repeat_interleave(num_articles)
+    sold = article_csr.row_bounds_before(every, at)[1] - article_csr.row_bounds_before(every, at - 7)[1]
+    order = sold.view(len(times), num_articles) * num_articles + torch.arange(num_articles - 1, -1, -1)
+    return torch.topk(order, count, dim=1).indices
 
 
 def snapshot_history(snapshot: GraphSnapshot, customer: Tensor, time: Tensor,
-                     popularity: Tensor | None = None) -> PurchaseHistory:
+                     popularity: Tensor | None = None, candidates: Tensor | None = None) -> PurchaseHistory:
     """:func:`customer_history` over ``snapshot``'s adjacency (``(B,)`` customers and seed times)."""
     prefix, mean_price = prefix_sums(snapshot, CUSTOMER)
     return customer_history(keyed_csr(snapshot, CUSTOMER), keyed_csr(snapshot, ARTICLE),
                             snapshot.categorical[ARTICLE], customer, time, popularity=popularity,
-                            spend=prefix.spend, mean_price=mean_price)
+                            spend=prefix.spend, mean_price=mean_price, candidates=candidates)
 
 
 def snapshot_popularity(snapshot: GraphSnapshot, article: Tensor, time: Tensor) -> Tensor:

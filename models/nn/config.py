@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 AGGREGATIONS = ("mean", "sum", "max", "std")
-BEFORE_RECORDED = {"log_target": False, "pair_value": False}
+BEFORE_RECORDED = {"log_target": False, "pair_value": False, "popular_candidates": 0}
 """Fields added after bundles were first written, with the value those bundles were trained with."""
 
 
@@ -37,6 +37,9 @@ class ModelConfig:
             :class:`models.nn.heads.SalesHead`); ``False`` for bundles written before it existed.
         pair_value: the purchase repeat score also reads what the pair's lines were worth (see
             :class:`models.nn.heads.PurchaseHead`); ``False`` for bundles written before it existed.
+        popular_candidates: the purchase repeat score also scores this many of the articles sold
+            most in the 7 days before the seed time, among those the customer never bought
+            (:func:`models.graph.history.popular_now`); 0 for bundles written before it existed.
     """
 
     hidden: int = 64
@@ -50,6 +53,7 @@ class ModelConfig:
     trim: bool = True
     log_target: bool = True
     pair_value: bool = True
+    popular_candidates: int = 24
 
     def __post_init__(self) -> None:
         if self.hidden <= 0 or self.num_layers <= 0 or self.embedding_dim <= 0:
@@ -62,6 +66,8 @@ class ModelConfig:
             raise ValueError("time_channels must be a positive even number (sin and cos pairs)")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
+        if self.popular_candidates < 0:
+            raise ValueError("popular_candidates must be 0 or more")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -158,6 +158,7 @@ class TaskInference(ServingGraph):
         self.cache_dir = cache_dir
         self.article_keys: Tensor | None = None  # the last keys refreshed
         self.popularity: dict[tuple, Tensor] = {}  # per graph version, every article's recent sales
+        self._popular: tuple[tuple, Tensor] | None = None  # the last (graph version, day)'s best sellers
         # The article keys' forward when compiled for them (models.runtime.key_compile), else the model.
         self.key_forward: Callable[[ModelInputs], Tensor] | None = None
         self.key_temporal = TemporalCache()  # the keys' temporal features, kept across graph versions
@@ -242,7 +243,7 @@ class TaskInference(ServingGraph):
         table = self.popularity.get((*graph_version(graph)[:2], int(times[0]))) if len(times) == 1 else None
         if table is not None and table.shape[0] < num_articles:
             table = None  # computed before articles were added
-        history = snapshot_history(graph, entity, seed_time, table)
+        history = snapshot_history(graph, entity, seed_time, table, self.popular_candidates(graph, seed_time))
         if keys.shape[0] < num_articles:  # keys older than the newest articles: those rank once refreshed
             history = history._replace(mask=history.mask & (history.article < keys.shape[0]))
         history = PurchaseHistory(*(t.to(self.device) for t in history))

@@ -15,10 +15,11 @@ import torch
 from torch import Tensor
 
 from models.graph.features import gather_inputs
-from models.graph.history import snapshot_popularity
+from models.graph.history import popular_now, snapshot_popularity
 from models.graph.temporal_cache import TemporalCache
 from models.nn.inputs import ModelInputs
 from models.schema import ARTICLE
+from models.store.keyed import keyed_csr
 
 # Articles per eager forward when recomputing the keys. The chunk's trees are sampled together
 # (TemporalSampler.sample_shared: a buyer or article several trees hold is one node), so larger
@@ -66,10 +67,11 @@ def graph_version(graph: Any) -> tuple[Any, int, int]:
 class ServingGraph:
     """The graph and article-key methods of :class:`models.runtime.inference.TaskInference` (which
     sets ``_serving``, ``task``, ``spec``, ``bundle_dir``, ``model``, ``sampler``, ``device``,
-    ``popularity``, ``article_keys``, ``key_forward``, ``key_temporal``)."""
+    ``popularity``, ``article_keys``, ``key_forward``, ``key_temporal``, ``_popular``)."""
 
     _serving: Serving
     key_temporal: TemporalCache
+    _popular: tuple[tuple, Tensor] | None
 
     @property
     def snapshot(self) -> Any:
@@ -88,6 +90,20 @@ class ServingGraph:
         compacted snapshot): map ids with :meth:`run_ids` or the result's ``graph``."""
         keys = self._keys_for(graph, None) if self.spec.ranks else None
         self._serving = Serving(graph, keys)
+
+    def popular_candidates(self, graph: Any, seed_time: Tensor) -> Tensor | None:
+        """``(B, P)`` the best sellers a purchase model also ranks for rows at ``seed_time`` ``(B,)``
+        on ``graph`` (``None``: its bundle reads none, see :func:`models.graph.history.popular_now`);
+        a server's answers share one seed day, whose list is kept per graph version."""
+        count = self.model.config.popular_candidates
+        if not count:
+            return None
+        times, inverse = seed_time.unique(return_inverse=True)
+        key = (*graph_version(graph)[:2], tuple(times.tolist()), count)
+        held = self._popular
+        if held is None or held[0] != key:
+            held = self._popular = (key, popular_now(keyed_csr(graph, ARTICLE), times, count))
+        return held[1].index_select(0, inverse)
 
     def keys_version(self) -> tuple[Any, int, int] | None:
         """``(base snapshot, log sequence, seed day)`` the served article keys were computed for

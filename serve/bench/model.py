@@ -35,16 +35,22 @@ def model_throughput(bundles: list[TaskBundle], sizes: dict[str, list[int]], sec
                                               max_batch_size=max_batch_size)
         inference.warm_up()
         rng = np.random.default_rng(0)
-        count = snapshot.num_nodes[inference.entity_type]
-        k = min(MAX_K, snapshot.num_nodes[ARTICLE])  # what a ranking API ranks for every request
-        out[bundle.task] = {}
-        for size in sizes[bundle.task]:
-            times = []
-            stop = time.perf_counter() + seconds
-            while time.perf_counter() < stop or len(times) < 5:
-                entity = torch.from_numpy(rng.integers(0, count, size=size))
-                started = time.perf_counter()
-                inference.run(entity, k=k)
-                times.append(time.perf_counter() - started)
-            out[bundle.task][size] = float(np.median(times) * 1000)
+        out[bundle.task] = {size: float(np.median(time_runs(inference, size, seconds, rng)) * 1000)
+                            for size in sizes[bundle.task]}
     return out
+
+
+def time_runs(inference: TaskInference, size: int, seconds: float, rng: np.random.Generator) -> list[float]:
+    """Seconds per ``inference.run`` of ``size`` random entities, for about ``seconds`` (at least 5 runs);
+    a ranking task ranks as many articles as the API allows (what it ranks for every request)."""
+    snapshot = inference.snapshot
+    count = snapshot.num_nodes[inference.entity_type]
+    k = min(MAX_K, snapshot.num_nodes[ARTICLE])
+    times: list[float] = []
+    stop = time.perf_counter() + seconds
+    while time.perf_counter() < stop or len(times) < 5:
+        entity = torch.from_numpy(rng.integers(0, count, size=size))
+        started = time.perf_counter()
+        inference.run(entity, k=k)
+        times.append(time.perf_counter() - started)
+    return times

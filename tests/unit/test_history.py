@@ -11,7 +11,10 @@ import torch
 
 from models.feature_definitions import HISTORY_SLOTS, NUM_PAIR
 from models.feature_definitions import PAIR_WINDOWS as WINDOWS
-from models.graph.history import snapshot_history, snapshot_popularity
+from models.graph.history import popular_now, snapshot_history, snapshot_popularity
+from models.nn.config import ModelConfig
+from models.schema import ARTICLE
+from models.store.keyed import keyed_csr
 from models.store.snapshot import GraphSnapshot
 from training.synth.tables import tables_from_purchases
 
@@ -117,3 +120,49 @@ def test_a_shared_popularity_table_gives_the_same_history(snapshot) -> None:
     direct = snapshot_history(snapshot, customer, time)
     for a, b in zip(direct, snapshot_history(snapshot, customer, time, table), strict=True):
         assert torch.equal(a, b)
+
+
+def brute_popular(purchases, time: int, count: int) -> list[int]:
+    """The ``count`` articles sold most often in the 7 days before ``time`` (ties: lower index first)."""
+    _, articles, days = purchases
+    sold = [sum(1 for a, d in zip(articles, days, strict=True) if a == x and time - 7 <= d < time)
+            for x in range(ARTICLES)]
+    return sorted(range(ARTICLES), key=lambda x: (-sold[x], x))[:count]
+
+
+def test_last_weeks_best_sellers_follow_the_history_as_candidates(snapshot, purchases) -> None:
+    customer = torch.tensor([0, 1, CUSTOMERS - 1, 4])
+    time = torch.tensor([150, 150, 150, 123])
+    times = torch.tensor([123, 150])
+    popular = popular_now(keyed_csr(snapshot, ARTICLE), times, 6)
+    assert [row.tolist() for row in popular] == [brute_popular(purchases, t, 6) for t in (123, 150)]
+    candidates = popular.index_select(0, torch.tensor([1, 1, 1, 0]))
+    plain = snapshot_history(snapshot, customer, time)
+    history = snapshot_history(snapshot, customer, time, candidates=candidates)
+    assert history.features.shape == (4, HISTORY_SLOTS + 6, NUM_PAIR)
+    for a, b in zip(plain, history, strict=True):  # the history's slots are unchanged
+        assert torch.equal(a, b[:, :HISTORY_SLOTS])
+    windows = len(WINDOWS)
+    for i, (c, t) in enumerate(zip(customer.tolist(), time.tolist(), strict=True)):
+        events = [(d, a) for cc, a, d in zip(*purchases, strict=True) if cc == c and d < t]
+        bought = {a for _, a in events}
+        for j, article in enumerate(candidates[i].tolist()):
+            slot = HISTORY_SLOTS + j
+            if article in bought:  # already in the history: an empty slot
+                assert not history.mask[i, slot] and not history.features[i, slot].any()
+                continue
+            assert history.mask[i, slot] and history.article[i, slot] == article
+            recent = log1p(t - max(d for d, _ in events)) if events else 0.0
+            expected = [0.0] * (5 + 2 * windows)  # the pair's own columns: never bought
+            expected += [1.0 + j / 6, 0.0, log1p(len(events)), log1p(len(bought)), recent, 0.0]
+            expected += [log1p(sum(d >= t - w for d, _ in events)) for w in WINDOWS]
+            expected += brute_popularity(purchases, article, t)
+            torch.testing.assert_close(history.features[i, slot], torch.tensor(expected))
+            assert not history.value[i, slot].any()
+            assert torch.equal(history.codes[i, slot], snapshot.categorical[ARTICLE][article])
+    assert history.mask[2, HISTORY_SLOTS:].all()  # a customer who never bought: every candidate
+
+
+def test_bundles_written_before_the_candidates_rank_their_history_alone() -> None:
+    assert ModelConfig().popular_candidates > 0
+    assert ModelConfig.from_dict({"hidden": 32}).popular_candidates == 0

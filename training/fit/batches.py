@@ -10,10 +10,11 @@ import torch
 from torch import Tensor
 
 from models.graph.features import gather_inputs
-from models.graph.history import segments, snapshot_history, snapshot_popularity
+from models.graph.history import popular_now, segments, snapshot_history, snapshot_popularity
 from models.graph.sampler import TemporalSampler
 from models.nn.inputs import ModelInputs, PurchaseExtras
 from models.schema import ARTICLE
+from models.store.keyed import keyed_csr
 from models.store.snapshot import GraphSnapshot
 from training.fit import distributed
 from training.tasks.table import TaskTable
@@ -65,11 +66,14 @@ class TrainBatches:
             process runs the same number of steps. Default: this process's
             (:func:`training.fit.distributed.shard`; ``(0, 1)`` without ``torchrun``).
         negatives: purchase only: catalogue negatives per batch (split over the processes).
+        candidates: purchase only: the rows' histories also hold this many of the best sellers of
+            the 7 days before their seed time (:func:`models.graph.history.popular_now`, found once
+            per cutoff here).
     """
 
     def __init__(self, snapshot: GraphSnapshot, table: TaskTable, sampler: TemporalSampler, seed_type: str,
                  batch_size: int, seed: int = 0, max_steps: int | None = None,
-                 shard: tuple[int, int] | None = None, negatives: int = 0) -> None:
+                 shard: tuple[int, int] | None = None, negatives: int = 0, candidates: int = 0) -> None:
         self.snapshot = snapshot
         self.table = table
         self.sampler = sampler
@@ -86,6 +90,9 @@ class TrainBatches:
         # rows per seed time, for the catalogue negatives' expected draws (only they need it)
         self.times, self.rows_at = (np.unique(table.seed_time, return_counts=True) if self.negatives
                                     else (None, None))
+        self.cutoffs = np.unique(table.seed_time) if table.is_link and candidates else None
+        self.popular = (popular_now(keyed_csr(snapshot, ARTICLE), torch.from_numpy(self.cutoffs), candidates)
+                        if self.cutoffs is not None else None)
 
     def __len__(self) -> int:
         steps = -(-len(self.table) // self.batch_size)
@@ -125,7 +132,11 @@ class TrainBatches:
             negative = torch.arange(len(article) + self.negatives) >= len(article)
             article, key_time = torch.cat([article, drawn]), torch.cat([seed_time, at])
         target = self._inputs(ARTICLE, article, key_time)
-        history = snapshot_history(self.snapshot, entity, seed_time)
+        candidates = None
+        if self.popular is not None:
+            cutoff = torch.from_numpy(np.searchsorted(self.cutoffs, seed_time.numpy()))
+            candidates = self.popular.index_select(0, cutoff)
+        history = snapshot_history(self.snapshot, entity, seed_time, candidates=candidates)
         extras = PurchaseExtras(article, snapshot_popularity(self.snapshot, article, key_time), history,
                                 self._bought(rows, history.article), negative)
         return Batch(inputs, target, log_q, extras)

@@ -66,6 +66,9 @@ class TaskRecipe:
             step's weights).
         pair_value: purchase: the repeat score also reads what the pair's lines were worth (see
             :class:`models.nn.heads.PurchaseHead`; docs/decisions.md, "What the pair's lines were worth").
+        popular_candidates: purchase: the repeat score also ranks this many of last week's best
+            sellers the customer never bought (docs/decisions.md, "Last week's best sellers beside
+            the history").
     """
 
     fanouts: tuple[int, ...] = SamplerConfig.fanouts
@@ -84,6 +87,7 @@ class TaskRecipe:
     negatives: float = 0.25
     average_half_life: float = 0.0
     pair_value: bool = ModelConfig.pair_value
+    popular_candidates: int = ModelConfig.popular_candidates
 
     def batch_size(self, rows: int, largest: int) -> int:
         """Rows per step for a table of ``rows`` rows: ``largest``, or smaller on small data (see
@@ -99,7 +103,8 @@ class TaskRecipe:
     def model_config(self) -> ModelConfig:
         return ModelConfig(hidden=self.hidden, head_hidden=self.hidden, embedding_dim=self.hidden,
                            num_layers=len(self.fanouts), aggregation=self.aggregation,
-                           log_target=self.log_target, pair_value=self.pair_value)
+                           log_target=self.log_target, pair_value=self.pair_value,
+                           popular_candidates=self.popular_candidates)
 
 
 RECIPES: Mapping[str, TaskRecipe] = derived(lambda spec: TaskRecipe(**spec.recipe))
@@ -168,6 +173,7 @@ class FitConfig:
     negatives: float | None = None
     average_half_life: float | None = None
     pair_value: bool | None = None
+    popular_candidates: int | None = None
     compile: str = "none"
     seed: int = 0
     batch_size: int = 256
@@ -204,6 +210,9 @@ class FitConfig:
             raise FitError(f"--per-day must be 0 (no limit) or more, got {self.per_day}")
         if self.negatives is not None and not (math.isfinite(self.negatives) and self.negatives >= 0):
             raise FitError(f"--negatives must be a non-negative share of the batch, got {self.negatives}")
+        if self.popular_candidates is not None and self.popular_candidates < 0:
+            raise FitError("--popular-candidates must be 0 (the history only) or more, "
+                           f"got {self.popular_candidates}")
         if self.max_train_cutoffs is not None and self.max_train_cutoffs < 0:
             raise FitError(f"--max-train-cutoffs must be 0 (all) or more, got {self.max_train_cutoffs}")
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
@@ -242,7 +251,8 @@ class FitConfig:
     def recipe(self, task: str) -> TaskRecipe:
         """The task's recipe with this config's overrides applied."""
         names = ("epochs", "max_train_cutoffs", "lr", "fanouts", "hidden", "max_steps_per_epoch", "patience",
-                 "per_day", "aggregation", "negatives", "average_half_life", "pair_value")
+                 "per_day", "aggregation", "negatives", "average_half_life", "pair_value",
+                 "popular_candidates")
         overrides = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         if "max_steps_per_epoch" in overrides:  # the user's number, as given
             overrides["max_growth"] = 1.0
@@ -309,6 +319,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pair-value", action=argparse.BooleanOptionalAction,
                    help="purchase: the repeat score also reads what the customer's lines of each past "
                         f"article were worth (default: {str(TaskRecipe.pair_value).lower()})")
+    p.add_argument("--popular-candidates", type=int, metavar="N",
+                   help="purchase: the repeat score also ranks the N articles sold most in the last 7 days "
+                        f"that the customer never bought, 0: its history only "
+                        f"(default: {TaskRecipe.popular_candidates})")
     p.add_argument("--serve-batch-size", type=int, default=d.serve_batch_size,
                    help="largest serving batch the bundle's bucket ladder holds")
     add_threads_option(p, "torch's default, every core of the machine")
@@ -345,7 +359,7 @@ def parse_args(argv: list[str] | None = None) -> FitConfig:
             aggregation=args.aggregation, negatives=args.negatives, compile=args.compile,
             seed=args.seed, batch_size=args.batch_size, train_strategy=args.train_strategy,
             weight_decay=args.weight_decay, average_half_life=args.average_half_life,
-            pair_value=args.pair_value,
+            pair_value=args.pair_value, popular_candidates=args.popular_candidates,
             serve_batch_size=args.serve_batch_size, threads=args.threads,
             time_budget=args.time_budget, eval_batch_size=args.eval_batch_size,
             max_val_rows=args.max_val_rows, test_weeks_back=args.test_weeks_back,

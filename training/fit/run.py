@@ -103,7 +103,8 @@ def fit_task(config: FitConfig, task: str, snapshot: GraphSnapshot, tx: Transact
     batch_size = recipe.batch_size(len(tables["train"]), config.batch_size)
     batches = TrainBatches(snapshot, tables["train"], train_sampler, spec.entity_type, batch_size,
                            config.seed, recipe.steps_per_epoch(len(tables["train"])),
-                           negatives=round(recipe.negatives * batch_size))
+                           negatives=round(recipe.negatives * batch_size),
+                           candidates=model.config.popular_candidates if spec.ranks else 0)
     serve_sampler = TemporalSampler(snapshot, SamplerConfig(recipe.fanouts, "last", recipe.per_day))
     serve_ladder = fitted_ladder(snapshot, serve_sampler, spec.entity_type, config.serve_batch_size,
                                  config.seed)
