@@ -87,12 +87,11 @@ class TrainBatches:
         self.seed_time = torch.from_numpy(table.seed_time)
         self.label = None if table.is_link else torch.from_numpy(table.label.astype(np.float32))
         self.negatives = -(-negatives // self.world) if table.is_link else 0  # this rank's share
-        # rows per seed time, for the catalogue negatives' expected draws (only they need it)
-        self.times, self.rows_at = (np.unique(table.seed_time, return_counts=True) if self.negatives
+        # a link table's cutoffs and rows per cutoff, for the catalogue negatives' expected draws
+        self.times, self.rows_at = (np.unique(table.seed_time, return_counts=True) if table.is_link
                                     else (None, None))
-        self.cutoffs = np.unique(table.seed_time) if table.is_link and candidates else None
-        self.popular = (popular_now(keyed_csr(snapshot, ARTICLE), torch.from_numpy(self.cutoffs), candidates)
-                        if self.cutoffs is not None else None)
+        self.popular = (popular_now(keyed_csr(snapshot, ARTICLE), torch.from_numpy(self.times), candidates)
+                        if table.is_link and candidates else None)
 
     def __len__(self) -> int:
         steps = -(-len(self.table) // self.batch_size)
@@ -134,7 +133,7 @@ class TrainBatches:
         target = self._inputs(ARTICLE, article, key_time)
         candidates = None
         if self.popular is not None:
-            cutoff = torch.from_numpy(np.searchsorted(self.cutoffs, seed_time.numpy()))
+            cutoff = torch.from_numpy(np.searchsorted(self.times, seed_time.numpy()))
             candidates = self.popular.index_select(0, cutoff)
         history = snapshot_history(self.snapshot, entity, seed_time, candidates=candidates)
         extras = PurchaseExtras(article, snapshot_popularity(self.snapshot, article, key_time), history,
